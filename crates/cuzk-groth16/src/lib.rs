@@ -13,13 +13,19 @@
 
 pub mod assignment;
 pub mod backend;
+pub mod cpu;
 pub mod kind;
+pub mod prover;
 pub mod srs;
+pub mod synthesis;
 
 pub use assignment::{Assignment, Density};
 pub use backend::{Backend, BackendError, MsmOutputs, ProveReport, StageTime};
+pub use cpu::CpuBackend;
 pub use kind::{KindError, PartitionedProof, ProofRequest};
+pub use prover::{prove, prove_random, verify, ProveError};
 pub use srs::{Srs, SrsError, SrsOptions};
+pub use synthesis::{synthesize, SynthesisCs, SynthesisError};
 
 /// The scalar field of BLS12-381 (`Fr`).
 pub use blstrs::Scalar;
