@@ -20,7 +20,7 @@ impl Density {
 
     /// Appends one clear bit.
     pub fn push(&mut self, bit: bool) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;
