@@ -15,9 +15,11 @@ pub mod assignment;
 pub mod backend;
 pub mod cpu;
 pub mod kind;
+pub mod paramgen;
 pub mod prover;
 pub mod srs;
 pub mod synthesis;
+pub mod synthetic;
 
 pub use assignment::{Assignment, Density};
 pub use backend::{Backend, BackendError, MsmOutputs, ProveReport, StageTime};

@@ -1,25 +1,40 @@
-//! The structured reference string: a bellperson `.params` file read through mmap into
-//! resident, decoded affine points plus the verifying key. Owns [`Srs`] and [`SrsError`].
-//! Layout and density rules: `../shared/filecoin-facts.md` §6.
+//! The structured reference string: a bellperson `.params` file read into resident,
+//! decoded affine points plus the verifying key. Owns [`Srs`], [`SrsOptions`] and
+//! [`SrsError`]; the section walk lives in `srs/layout.rs`, point decoding in
+//! `srs/decode.rs`, the writer in `srs/write.rs`. Layout and density rules:
+//! `../shared/filecoin-facts.md` §6.
+//!
+//! The file is read with positioned reads in large chunks, double-buffered against a
+//! parallel decode, rather than through mmap: mapping a file is `unsafe` (the crate
+//! forbids it), and a file truncated under a live mapping would raise SIGBUS where a read
+//! returns an error. From the page cache both run at memory speed.
 
+mod decode;
+mod layout;
+mod write;
+
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use blstrs::{G1Affine, G2Affine};
+use blstrs::{Bls12, G1Affine, G2Affine};
 
 use crate::VerifyingKey;
 
+pub use layout::{Layout, Section, SectionKind};
+
 /// How much checking a load does beyond the always-on structural checks (lengths,
-/// sections, file size).
+/// sections, file size) and the on-curve check every decoded point gets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SrsOptions {
-    /// Check every point is on its curve and in the prime-order subgroup.
+    /// Also check that every query point is in the prime-order subgroup (the verifying
+    /// key's points always are checked). Costs roughly one scalar multiplication per point.
     pub check_points: bool,
 }
 
 /// Proving parameters resident in host memory. Query names follow the paper / bellperson.
 #[derive(Clone, Debug)]
 pub struct Srs {
-    /// Where the parameters were read from.
+    /// Where the parameters were read from (empty when built in memory).
     pub path: PathBuf,
     /// The verifying key.
     pub vk: VerifyingKey,
@@ -38,7 +53,7 @@ pub struct Srs {
 /// A parameters file that cannot be used, naming the file, the section and the offset.
 #[derive(Debug, thiserror::Error)]
 pub enum SrsError {
-    /// The file could not be opened or mapped.
+    /// The file could not be opened, read or written.
     #[error("{path}: {source}")]
     Io {
         /// File path.
@@ -101,13 +116,99 @@ pub enum SrsError {
 }
 
 impl Srs {
-    /// Reads a bellperson `.params` file.
+    /// Reads a bellperson `.params` file: walks the length prefixes first (so a bad length
+    /// is reported before anything is allocated), then decodes every section in parallel.
     ///
     /// # Errors
-    /// An [`SrsError`] naming the file, section and offset of the first problem.
+    /// An [`SrsError`] naming the file, section and offset of the first problem:
+    /// [`SrsError::Io`], [`SrsError::Truncated`], [`SrsError::BadLength`],
+    /// [`SrsError::BadPoint`] (bad encoding, point at infinity, off the curve, or, for the
+    /// verifying key and with [`SrsOptions::check_points`], outside the subgroup) or
+    /// [`SrsError::TrailingBytes`].
     pub fn load(path: &Path, opts: SrsOptions) -> Result<Srs, SrsError> {
-        let _ = (path, opts);
-        todo!("issue #2: mmap reader")
+        let io_err = |source| SrsError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io_err)?;
+        let file_len = file.metadata().map_err(io_err)?.len();
+        let layout = Layout::walk(&file, file_len, path)?;
+        let reader = decode::SectionReader {
+            file: &file,
+            path,
+            check_points: opts.check_points,
+        };
+
+        let vk = reader.read_vk(&layout)?;
+        let h = reader.read_g1(&layout.h)?;
+        let l = reader.read_g1(&layout.l)?;
+        let a = reader.read_g1(&layout.a)?;
+        let b_g1 = reader.read_g1(&layout.b_g1)?;
+        let b_g2 = reader.read_g2(&layout.b_g2)?;
+        tracing::debug!(
+            path = %path.display(),
+            n_h = h.len(),
+            n_l = l.len(),
+            n_a = a.len(),
+            n_b = b_g1.len(),
+            "srs loaded"
+        );
+        Ok(Srs {
+            path: path.to_path_buf(),
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
+    }
+
+    /// Copies bellperson's in-memory parameters (for tests and tools that already hold a
+    /// `Parameters`). The path is left empty.
+    pub fn from_bellperson(params: &bellperson::groth16::Parameters<Bls12>) -> Srs {
+        Srs {
+            path: PathBuf::new(),
+            vk: params.vk.clone(),
+            h: params.h.to_vec(),
+            l: params.l.to_vec(),
+            a: params.a.to_vec(),
+            b_g1: params.b_g1.to_vec(),
+            b_g2: params.b_g2.to_vec(),
+        }
+    }
+
+    /// Writes the parameters in bellperson's `Parameters::write` layout to `path`,
+    /// through a temporary file renamed into place (a crash never leaves a partial file
+    /// under the final name).
+    ///
+    /// # Errors
+    /// [`SrsError::Io`] when the file cannot be written.
+    pub fn save(&self, path: &Path) -> Result<(), SrsError> {
+        write::save(self, path)
+    }
+
+    /// Writes the parameters in bellperson's `Parameters::write` layout.
+    ///
+    /// # Errors
+    /// The writer's error.
+    pub fn write_to<W: std::io::Write>(&self, w: W) -> std::io::Result<()> {
+        write::write_to(self, w)
+    }
+
+    /// Number of public inputs, `ONE` included (the verifying key's IC length).
+    pub fn n_inputs(&self) -> usize {
+        self.vk.ic.len()
+    }
+
+    /// Number of aux (private) variables: the L query's length.
+    pub fn n_aux(&self) -> usize {
+        self.l.len()
+    }
+
+    /// log2 of the evaluation domain (`h.len() + 1` is a power of two, checked on load).
+    pub fn lg_domain(&self) -> u32 {
+        (self.h.len() + 1).next_power_of_two().trailing_zeros()
     }
 
     /// Host bytes held by the decoded points.
