@@ -1,0 +1,79 @@
+//! [`EngineConfig`]: every knob of the engine with its default. The TOML file format and
+//! the CLI flags that fill it belong to the server and binary crates.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The engine's settings. `Default` gives the documented defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineConfig {
+    /// Directory of parameter files (`FIL_PROOFS_PARAMETER_CACHE`); synthetic parameters
+    /// are generated here on first use.
+    pub param_dir: PathBuf,
+    /// Partitions synthesized at once (CPU threads of the synthesis pool).
+    pub synthesis_workers: usize,
+    /// Synthesized partitions allowed to wait for a prover beyond those being proved: how
+    /// far synthesis runs ahead of the provers.
+    pub handoff_depth: usize,
+    /// Prove workers per GPU; they share the device's compute token.
+    pub gpu_workers_per_device: usize,
+    /// Prove workers on the CPU backend when no GPU is given.
+    pub cpu_workers: usize,
+    /// Host bytes that synthesized partitions may hold at once (admission budget).
+    pub host_memory_budget_bytes: u64,
+    /// Host bytes of resident SRSs before idle ones are evicted least-recently-used first.
+    pub srs_budget_bytes: u64,
+    /// Check every SRS point's curve and subgroup membership on load (slow).
+    pub srs_check_points: bool,
+    /// How long finished results are kept for `AwaitProof` and re-submits.
+    pub result_retention: Duration,
+    /// How many finished results are kept at most.
+    pub result_retention_count: usize,
+    /// Timeline events kept (a ring; the oldest are dropped).
+    pub timeline_capacity: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            param_dir: std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters")),
+            synthesis_workers: 2,
+            handoff_depth: 2,
+            gpu_workers_per_device: 2,
+            cpu_workers: 1,
+            host_memory_budget_bytes: 64 << 30,
+            srs_budget_bytes: 128 << 30,
+            srs_check_points: false,
+            result_retention: Duration::from_secs(3600),
+            result_retention_count: 1000,
+            timeline_capacity: 100_000,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Checks the settings that would make the engine unable to run.
+    ///
+    /// # Errors
+    /// A message naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.synthesis_workers == 0 {
+            return Err("synthesis_workers must be at least 1".into());
+        }
+        if self.gpu_workers_per_device == 0 {
+            return Err("gpu_workers_per_device must be at least 1".into());
+        }
+        if self.cpu_workers == 0 {
+            return Err("cpu_workers must be at least 1".into());
+        }
+        if self.host_memory_budget_bytes == 0 {
+            return Err("host_memory_budget_bytes must be positive".into());
+        }
+        if self.result_retention_count == 0 {
+            return Err("result_retention_count must be at least 1".into());
+        }
+        Ok(())
+    }
+}

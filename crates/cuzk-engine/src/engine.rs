@@ -1,0 +1,563 @@
+//! [`Engine`]: the public handle. Starts the worker threads, accepts jobs (request-id
+//! idempotency, parsing through the [`KindRegistry`]), awaits, cancels, reports status
+//! and metrics, preloads and evicts SRSs, and drains on shutdown. Any front end (the gRPC
+//! server, `cuzk bench batch` in-process) drives the engine through this type only.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cuzk_groth16::SrsOptions;
+use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::device::{Device, DeviceSpec};
+use crate::metrics::{Ending, Gauges, Metrics};
+use crate::srs_manager::{SrsManager, SrsStatus};
+use crate::state::{Job, Progress, Shared, State};
+use crate::status::{DeviceStatus, EngineStatus, KindQueue};
+use crate::timeline::{Timeline, TimelineEvent};
+use crate::workers::{prove_worker, synthesis_worker};
+use crate::{
+    AwaitOutcome, EngineConfig, EngineError, JobSpec, JobState, KindRegistry, Priority,
+    SubmitOutcome,
+};
+
+/// The proving engine. Cheap to share behind an `Arc`; all methods take `&self`.
+pub struct Engine {
+    shared: Arc<Shared>,
+}
+
+/// What a shutdown did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Jobs that finished during the drain.
+    pub drained: usize,
+    /// Jobs failed because the drain timeout passed.
+    pub failed: usize,
+}
+
+impl Engine {
+    /// Starts the worker threads: `synthesis_workers` synthesis threads and, per device,
+    /// its prove workers. With no devices the CPU backend proves with `cpu_workers` workers.
+    ///
+    /// # Errors
+    /// [`EngineError::Config`] for an unusable config or a thread that cannot start.
+    pub fn start(
+        cfg: EngineConfig,
+        registry: KindRegistry,
+        devices: Vec<DeviceSpec>,
+    ) -> Result<Engine, EngineError> {
+        cfg.validate().map_err(EngineError::Config)?;
+        let devices: Vec<Arc<Device>> = if devices.is_empty() {
+            vec![Arc::new(Device::new(DeviceSpec::cpu(), cfg.cpu_workers))]
+        } else {
+            devices
+                .into_iter()
+                .map(|spec| {
+                    let workers = spec.workers.unwrap_or(if spec.is_gpu {
+                        cfg.gpu_workers_per_device
+                    } else {
+                        cfg.cpu_workers
+                    });
+                    Arc::new(Device::new(spec, workers.max(1)))
+                })
+                .collect()
+        };
+        let registry = Arc::new(registry);
+        let srs = Arc::new(SrsManager::new(
+            cfg.param_dir.clone(),
+            cfg.srs_budget_bytes,
+            SrsOptions {
+                check_points: cfg.srs_check_points,
+            },
+            registry.clone(),
+        ));
+        let epoch_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        let shared = Arc::new(Shared {
+            timeline: Timeline::new(cfg.timeline_capacity),
+            cfg,
+            registry,
+            srs,
+            metrics: Metrics::new(),
+            devices,
+            state: Mutex::new(State {
+                accepting: true,
+                ..State::default()
+            }),
+            synth_cv: Default::default(),
+            prove_cv: Default::default(),
+            started: Instant::now(),
+            id_prefix: format!("{epoch_ms:x}"),
+        });
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(f)
+                .map(|_| ())
+                .map_err(|e| EngineError::Config(format!("cannot start worker thread: {e}")))
+        };
+        for i in 0..shared.cfg.synthesis_workers {
+            let s = shared.clone();
+            spawn(
+                format!("cuzk-synth-{i}"),
+                Box::new(move || synthesis_worker(s, i)),
+            )?;
+        }
+        for device in &shared.devices {
+            for w in 0..device.workers {
+                let (s, d) = (shared.clone(), device.clone());
+                spawn(
+                    format!("cuzk-{}-w{w}", device.spec.name),
+                    Box::new(move || prove_worker(s, d, w)),
+                )?;
+            }
+        }
+        info!(
+            synthesis_workers = shared.cfg.synthesis_workers,
+            devices = ?shared.devices.iter().map(|d| format!("{}x{}", d.spec.name, d.workers)).collect::<Vec<_>>(),
+            kinds = ?shared.registry.kinds(),
+            "engine started"
+        );
+        Ok(Engine { shared })
+    }
+
+    /// Accepts a job, or attaches to the job that already holds `spec.request_id` when the
+    /// payload is the same. Parses the request (may take a while for large payloads; call
+    /// from a blocking context).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidRequest`] naming the bad field, [`EngineError::UnsupportedKind`],
+    /// [`EngineError::RequestIdConflict`], [`EngineError::UnknownSrs`],
+    /// [`EngineError::ShuttingDown`].
+    pub fn submit(&self, spec: JobSpec) -> Result<SubmitOutcome, EngineError> {
+        let digest = payload_digest(&spec);
+        {
+            let st = self.shared.state.lock();
+            if !st.accepting {
+                return Err(EngineError::ShuttingDown);
+            }
+            if let Some(existing) = self.lookup_request(&st, &spec.request_id, &digest)? {
+                return Ok(existing);
+            }
+        }
+        let proof = self
+            .shared
+            .registry
+            .parse(spec.kind, &spec.request)
+            .ok_or_else(|| EngineError::UnsupportedKind {
+                kind: spec.kind.to_string(),
+            })??;
+        let n_partitions = proof.num_partitions();
+        if n_partitions == 0 || n_partitions > u32::MAX as usize {
+            return Err(EngineError::InvalidRequest(cuzk_groth16::KindError::Other(
+                format!("request has {n_partitions} partitions"),
+            )));
+        }
+        let circuit_id = proof.circuit_id();
+        self.shared.srs.check_known(&circuit_id)?;
+        let priority = spec
+            .priority
+            .unwrap_or_else(|| spec.kind.default_priority());
+
+        let mut st = self.shared.state.lock();
+        if !st.accepting {
+            return Err(EngineError::ShuttingDown);
+        }
+        // Another submit with the same request id may have won the race while we parsed.
+        if let Some(existing) = self.lookup_request(&st, &spec.request_id, &digest)? {
+            return Ok(existing);
+        }
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        let id = format!("{}-{seq}", self.shared.id_prefix);
+        let (outcome, _) = watch::channel(None);
+        let job = Arc::new(Job {
+            id: id.clone(),
+            seq,
+            request_id: spec.request_id.clone(),
+            digest,
+            kind: spec.kind,
+            priority,
+            host_bytes: proof.partition_host_bytes() as u64,
+            proof,
+            circuit_id,
+            n_partitions,
+            submitted: Instant::now(),
+            outcome,
+        });
+        for idx in 0..n_partitions as u32 {
+            st.synth_queue.insert(job.key(idx), job.clone());
+        }
+        st.active.insert(
+            id.clone(),
+            Progress {
+                state: JobState::Queued,
+                proofs: vec![None; n_partitions],
+                proved: 0,
+                first_start: None,
+                srs_load: Duration::ZERO,
+                synthesis: Duration::ZERO,
+                compute: Duration::ZERO,
+                vk: None,
+            },
+        );
+        if !spec.request_id.is_empty() {
+            st.by_request.insert(spec.request_id.clone(), id.clone());
+        }
+        let queue_position = self.position(&st, &job);
+        st.jobs.insert(id.clone(), job.clone());
+        drop(st);
+        self.shared.synth_cv.notify_all();
+        info!(job = %id, kind = %job.kind, %priority, partitions = n_partitions, circuit = %job.circuit_id, "job accepted");
+        Ok(SubmitOutcome {
+            job_id: id,
+            queue_position,
+            assigned_device: self.device_names(),
+            attached: false,
+        })
+    }
+
+    /// Waits for `job_id` to finish, up to `timeout` (`None`: forever).
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownJob`].
+    pub async fn await_job(
+        &self,
+        job_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AwaitOutcome, EngineError> {
+        let mut rx = {
+            let st = self.shared.state.lock();
+            let job = st
+                .jobs
+                .get(job_id)
+                .ok_or_else(|| EngineError::UnknownJob(job_id.to_string()))?;
+            job.outcome.subscribe()
+        };
+        let wait = async {
+            match rx.wait_for(Option::is_some).await {
+                Ok(v) => v.clone(),
+                Err(_) => None,
+            }
+        };
+        let outcome = match timeout {
+            None => wait.await,
+            Some(t) => match tokio::time::timeout(t, wait).await {
+                Ok(v) => v,
+                Err(_) => return Ok(AwaitOutcome::Timeout),
+            },
+        };
+        outcome
+            .map(AwaitOutcome::Finished)
+            .ok_or_else(|| EngineError::UnknownJob(job_id.to_string()))
+    }
+
+    /// Cancels a job: its queued partitions go at once, in-flight ones are discarded when
+    /// they finish. Returns whether it had started (false for a queued or finished job).
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownJob`].
+    pub fn cancel(&self, job_id: &str) -> Result<bool, EngineError> {
+        let mut st = self.shared.state.lock();
+        if !st.jobs.contains_key(job_id) {
+            return Err(EngineError::UnknownJob(job_id.to_string()));
+        }
+        let Some(progress) = st.active.get(job_id) else {
+            return Ok(false);
+        };
+        let was_running = progress.state != JobState::Queued;
+        let dropped = self.shared.finish_job(
+            &mut st,
+            job_id,
+            JobState::Cancelled,
+            Vec::new(),
+            "cancelled by request".to_string(),
+            Duration::ZERO,
+        );
+        drop(st);
+        drop(dropped);
+        Ok(was_running)
+    }
+
+    /// The state of a job, if known.
+    pub fn job_state(&self, job_id: &str) -> Option<JobState> {
+        let st = self.shared.state.lock();
+        if let Some(p) = st.active.get(job_id) {
+            return Some(p.state);
+        }
+        st.jobs
+            .get(job_id)
+            .and_then(|j| j.outcome.borrow().as_ref().map(|o| o.state))
+    }
+
+    /// Loads an SRS ahead of use: (already resident, load time).
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownSrs`], [`EngineError::SrsLoad`].
+    pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
+        self.shared.srs.preload(circuit_id)
+    }
+
+    /// Evicts an SRS: (was resident, bytes freed).
+    ///
+    /// # Errors
+    /// [`EngineError::SrsInUse`], [`EngineError::UnknownSrs`].
+    pub fn evict_srs(&self, circuit_id: &str) -> Result<(bool, u64), EngineError> {
+        self.shared.srs.evict(circuit_id)
+    }
+
+    /// SRS entries.
+    pub fn srs_status(&self) -> Vec<SrsStatus> {
+        self.shared.srs.status()
+    }
+
+    /// Timeline events that ended at or after `since_us`, and the engine clock now (µs).
+    pub fn timeline(&self, since_us: u64) -> (Vec<TimelineEvent>, u64) {
+        (
+            self.shared.timeline.events_since(since_us),
+            self.shared.timeline.now_us(),
+        )
+    }
+
+    /// A snapshot of the daemon's state.
+    pub fn status(&self) -> EngineStatus {
+        let st = self.shared.state.lock();
+        let mut queues: Vec<KindQueue> = self
+            .shared
+            .registry
+            .kinds()
+            .into_iter()
+            .map(|kind| KindQueue {
+                kind,
+                pending: 0,
+                in_progress: 0,
+            })
+            .collect();
+        for (id, progress) in &st.active {
+            let Some(job) = st.jobs.get(id) else { continue };
+            if let Some(q) = queues.iter_mut().find(|q| q.kind == job.kind) {
+                if progress.state == JobState::Queued {
+                    q.pending += 1;
+                } else {
+                    q.in_progress += 1;
+                }
+            }
+        }
+        let queued_by_priority = Priority::ALL
+            .into_iter()
+            .map(|p| {
+                (
+                    p,
+                    st.synth_queue.keys().filter(|k| k.0 .0 == p).count() as u64,
+                )
+            })
+            .collect();
+        let partitions_by_stage = vec![
+            ("queued", st.synth_queue.len() as u64),
+            ("synthesizing", st.in_synthesis as u64),
+            ("ready", st.ready.len() as u64),
+            ("proving", st.in_proving as u64),
+            ("assembling", st.in_assembly as u64),
+        ];
+        let status = EngineStatus {
+            devices: self
+                .shared
+                .devices
+                .iter()
+                .map(|d| device_status(d))
+                .collect(),
+            srs: Vec::new(),
+            queues,
+            queued_by_priority,
+            partitions_by_stage,
+            active_jobs: st.active.len() as u64,
+            retained_results: st.finished.len() as u64,
+            total_completed: self.shared.metrics.total(Ending::Completed),
+            total_failed: self.shared.metrics.total(Ending::Failed),
+            total_cancelled: self.shared.metrics.total(Ending::Cancelled),
+            uptime: self.shared.started.elapsed(),
+            memory_reserved_bytes: st.reserved_bytes,
+            memory_limit_bytes: self.shared.cfg.host_memory_budget_bytes,
+            accepting: st.accepting,
+        };
+        drop(st);
+        EngineStatus {
+            srs: self.shared.srs.status(),
+            ..status
+        }
+    }
+
+    /// Prometheus text exposition.
+    pub fn metrics_text(&self) -> String {
+        let status = self.status();
+        let gauges = Gauges {
+            queued_by_priority: status.queued_by_priority.clone(),
+            partitions_by_stage: status.partitions_by_stage.clone(),
+            active_jobs: status.active_jobs,
+            memory_reserved_bytes: status.memory_reserved_bytes,
+            memory_limit_bytes: status.memory_limit_bytes,
+            srs_resident_bytes: status.srs.iter().map(|s| s.size_bytes).sum(),
+            device_busy_s: status
+                .devices
+                .iter()
+                .map(|d| (d.name.clone(), d.busy.as_secs_f64()))
+                .collect(),
+            uptime_s: status.uptime.as_secs_f64(),
+        };
+        self.shared.metrics.render(&gauges)
+    }
+
+    /// The engine's config.
+    pub fn config(&self) -> &EngineConfig {
+        &self.shared.cfg
+    }
+
+    /// Stops accepting jobs, waits up to `drain` for accepted ones to finish, fails the
+    /// rest with a reason, and stops the workers (a prove in flight finishes and is
+    /// discarded).
+    pub async fn shutdown(&self, drain: Duration) -> ShutdownReport {
+        let active_at_start = {
+            let mut st = self.shared.state.lock();
+            st.accepting = false;
+            st.active.len()
+        };
+        info!(
+            active = active_at_start,
+            drain_s = drain.as_secs_f64(),
+            "draining"
+        );
+        let deadline = tokio::time::Instant::now() + drain;
+        loop {
+            if self.shared.state.lock().active.is_empty() || tokio::time::Instant::now() >= deadline
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut st = self.shared.state.lock();
+        let remaining: Vec<String> = st.active.keys().cloned().collect();
+        let reason = format!(
+            "daemon shut down: drain timeout of {:.1} s passed",
+            drain.as_secs_f64()
+        );
+        let mut dropped = Vec::new();
+        for id in &remaining {
+            dropped.extend(self.shared.finish_job(
+                &mut st,
+                id,
+                JobState::Failed,
+                Vec::new(),
+                reason.clone(),
+                Duration::ZERO,
+            ));
+        }
+        st.stopping = true;
+        drop(st);
+        drop(dropped);
+        self.shared.synth_cv.notify_all();
+        self.shared.prove_cv.notify_all();
+        if !remaining.is_empty() {
+            warn!(failed = remaining.len(), "drain timeout: jobs failed");
+        }
+        ShutdownReport {
+            drained: active_at_start.saturating_sub(remaining.len()),
+            failed: remaining.len(),
+        }
+    }
+
+    fn lookup_request(
+        &self,
+        st: &State,
+        request_id: &str,
+        digest: &[u8; 32],
+    ) -> Result<Option<SubmitOutcome>, EngineError> {
+        if request_id.is_empty() {
+            return Ok(None);
+        }
+        let Some(job) = st.by_request.get(request_id).and_then(|id| st.jobs.get(id)) else {
+            return Ok(None);
+        };
+        if &job.digest != digest {
+            return Err(EngineError::RequestIdConflict {
+                request_id: request_id.to_string(),
+                job_id: job.id.clone(),
+            });
+        }
+        let queue_position = if st.active.contains_key(&job.id) {
+            self.position(st, job)
+        } else {
+            0
+        };
+        Ok(Some(SubmitOutcome {
+            job_id: job.id.clone(),
+            queue_position,
+            assigned_device: self.device_names(),
+            attached: true,
+        }))
+    }
+
+    /// Active jobs scheduled before `job`.
+    fn position(&self, st: &State, job: &Job) -> u32 {
+        let key = job.key(0);
+        st.active
+            .keys()
+            .filter_map(|id| st.jobs.get(id))
+            .filter(|other| other.id != job.id && other.key(0) < key)
+            .count() as u32
+    }
+
+    fn device_names(&self) -> String {
+        self.shared
+            .devices
+            .iter()
+            .map(|d| d.spec.name.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+fn device_status(d: &Device) -> DeviceStatus {
+    let current = d.current.lock().clone();
+    DeviceStatus {
+        name: d.spec.name.clone(),
+        hardware: d.spec.hardware.clone(),
+        is_gpu: d.spec.is_gpu,
+        ordinal: d.spec.ordinal,
+        vram_total_bytes: d.spec.vram_total_bytes,
+        workers: d.workers,
+        busy: d.busy(),
+        current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
+        current_kind: current.map(|c| Some(c.1)).unwrap_or(None),
+    }
+}
+
+/// The idempotency digest: kind and every request field, length-prefixed.
+fn payload_digest(spec: &JobSpec) -> [u8; 32] {
+    let r = &spec.request;
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(spec.kind.as_str().as_bytes());
+    field(&r.sector_size.to_le_bytes());
+    field(&r.registered_proof.to_le_bytes());
+    field(&r.vanilla_proof);
+    field(&(r.vanilla_proofs.len() as u64).to_le_bytes());
+    for p in &r.vanilla_proofs {
+        field(p);
+    }
+    field(&r.sector_number.to_le_bytes());
+    field(&r.miner_id.to_le_bytes());
+    field(&r.randomness);
+    field(&r.partition_index.to_le_bytes());
+    field(&r.comm_r_old);
+    field(&r.comm_r_new);
+    field(&r.comm_d_new);
+    h.finalize().into()
+}

@@ -1,0 +1,59 @@
+//! [`EngineError`]: every way an engine call can be refused. A job that fails after it was
+//! accepted does not surface here; it finishes `Failed` with its reason in the outcome.
+
+use cuzk_groth16::KindError;
+
+/// Why the engine refused a call.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The request is malformed; the kind's parser names the field.
+    #[error("{0}")]
+    InvalidRequest(#[from] KindError),
+    /// No parser is registered for this proof kind.
+    #[error("invalid proof_kind: {kind} is not served by this daemon")]
+    UnsupportedKind {
+        /// The kind's name.
+        kind: String,
+    },
+    /// The request id is already used by a job with a different payload.
+    #[error("invalid request_id: {request_id:?} is already used by job {job_id} with a different payload")]
+    RequestIdConflict {
+        /// The request id.
+        request_id: String,
+        /// The job that holds it.
+        job_id: String,
+    },
+    /// No parameters are known or found for a circuit id.
+    #[error("unknown SRS circuit_id {circuit_id:?}: {reason}")]
+    UnknownSrs {
+        /// The circuit id.
+        circuit_id: String,
+        /// Where we looked.
+        reason: String,
+    },
+    /// An SRS could not be loaded.
+    #[error("loading SRS {circuit_id}: {reason}")]
+    SrsLoad {
+        /// The circuit id.
+        circuit_id: String,
+        /// The reader's error.
+        reason: String,
+    },
+    /// An SRS cannot be evicted while partitions use it.
+    #[error("SRS {circuit_id} is in use by {ref_count} partitions")]
+    SrsInUse {
+        /// The circuit id.
+        circuit_id: String,
+        /// Live references.
+        ref_count: u32,
+    },
+    /// No job with this id (never existed, or its result expired).
+    #[error("unknown job_id {0:?}")]
+    UnknownJob(String),
+    /// The engine is draining or stopped and accepts no new work.
+    #[error("engine is shutting down")]
+    ShuttingDown,
+    /// The configuration cannot work.
+    #[error("invalid config: {0}")]
+    Config(String),
+}

@@ -1,0 +1,314 @@
+//! [`Metrics`]: counters and latency histograms the engine updates as work flows, and the
+//! Prometheus text exposition of them plus a [`Gauges`] snapshot of the live state (queue
+//! depths, partitions per stage, memory, device busy time). Hand-written exposition format
+//! 0.0.4; no metrics library.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::timeline::Stage;
+use crate::{Priority, ProofKindId};
+
+/// Histogram bucket upper bounds in seconds (partition stages span ms to minutes).
+const BUCKETS_S: [f64; 15] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0,
+];
+
+/// Stages with a latency histogram.
+const TIMED_STAGES: [Stage; 6] = [
+    Stage::SrsLoad,
+    Stage::Synthesis,
+    Stage::Queue,
+    Stage::TokenWait,
+    Stage::Compute,
+    Stage::Assembly,
+];
+
+#[derive(Clone, Default)]
+struct Histogram {
+    counts: [u64; BUCKETS_S.len()],
+    count: u64,
+    sum_s: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, seconds: f64) {
+        for (i, bound) in BUCKETS_S.iter().enumerate() {
+            if seconds <= *bound {
+                self.counts[i] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum_s += seconds;
+    }
+}
+
+/// How a job ended, for the per-kind counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Completed with a verified proof.
+    Completed,
+    /// Failed.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+}
+
+#[derive(Default)]
+struct Inner {
+    // [kind][ending]
+    endings: [[u64; 3]; ProofKindId::ALL.len()],
+    stages: [Histogram; TIMED_STAGES.len()],
+    job_total: [Histogram; ProofKindId::ALL.len()],
+}
+
+/// Counters and histograms, updated by the pipeline.
+#[derive(Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+/// The live state at render time.
+#[derive(Clone, Debug, Default)]
+pub struct Gauges {
+    /// Partitions waiting for synthesis, per priority.
+    pub queued_by_priority: Vec<(Priority, u64)>,
+    /// Partitions per pipeline stage ("queued", "synthesizing", "ready", "proving", "assembling").
+    pub partitions_by_stage: Vec<(&'static str, u64)>,
+    /// Active (unfinished) jobs.
+    pub active_jobs: u64,
+    /// Host bytes reserved by partitions in flight.
+    pub memory_reserved_bytes: u64,
+    /// The host memory budget.
+    pub memory_limit_bytes: u64,
+    /// Host bytes of resident SRSs.
+    pub srs_resident_bytes: u64,
+    /// Per device: name and seconds spent under its compute token.
+    pub device_busy_s: Vec<(String, f64)>,
+    /// Seconds since the engine started.
+    pub uptime_s: f64,
+}
+
+fn kind_index(kind: ProofKindId) -> usize {
+    ProofKindId::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(0)
+}
+
+impl Metrics {
+    /// Empty metrics.
+    pub fn new() -> Self {
+        Metrics::default()
+    }
+
+    /// Counts a finished job and its total latency.
+    pub fn job_ended(&self, kind: ProofKindId, ending: Ending, total: Duration) {
+        let mut inner = self.inner.lock();
+        let k = kind_index(kind);
+        inner.endings[k][ending as usize] += 1;
+        if ending == Ending::Completed {
+            inner.job_total[k].observe(total.as_secs_f64());
+        }
+    }
+
+    /// Observes one stage's latency.
+    pub fn stage(&self, stage: Stage, elapsed: Duration) {
+        if let Some(i) = TIMED_STAGES.iter().position(|s| *s == stage) {
+            self.inner.lock().stages[i].observe(elapsed.as_secs_f64());
+        }
+    }
+
+    /// Jobs of any kind that ended this way.
+    pub fn total(&self, ending: Ending) -> u64 {
+        self.inner
+            .lock()
+            .endings
+            .iter()
+            .map(|e| e[ending as usize])
+            .sum()
+    }
+
+    /// The Prometheus text exposition of these metrics and `gauges`.
+    pub fn render(&self, gauges: &Gauges) -> String {
+        let inner = self.inner.lock().clone_inner();
+        let mut out = String::new();
+        gauge_header(
+            &mut out,
+            "cuzk_queue_depth",
+            "partitions waiting for synthesis, by priority",
+        );
+        for (priority, n) in &gauges.queued_by_priority {
+            let _ = writeln!(out, "cuzk_queue_depth{{priority=\"{priority}\"}} {n}");
+        }
+        gauge_header(
+            &mut out,
+            "cuzk_partitions",
+            "partitions in each pipeline stage",
+        );
+        for (stage, n) in &gauges.partitions_by_stage {
+            let _ = writeln!(out, "cuzk_partitions{{stage=\"{stage}\"}} {n}");
+        }
+        scalar(
+            &mut out,
+            "cuzk_active_jobs",
+            "jobs accepted and not finished",
+            gauges.active_jobs as f64,
+        );
+        scalar(
+            &mut out,
+            "cuzk_memory_reserved_bytes",
+            "host bytes reserved by partitions in flight",
+            gauges.memory_reserved_bytes as f64,
+        );
+        scalar(
+            &mut out,
+            "cuzk_memory_limit_bytes",
+            "host memory budget",
+            gauges.memory_limit_bytes as f64,
+        );
+        scalar(
+            &mut out,
+            "cuzk_srs_resident_bytes",
+            "host bytes of resident SRSs",
+            gauges.srs_resident_bytes as f64,
+        );
+        scalar(
+            &mut out,
+            "cuzk_uptime_seconds",
+            "seconds since the engine started",
+            gauges.uptime_s,
+        );
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_device_busy_seconds_total time under the device's compute token"
+        );
+        let _ = writeln!(out, "# TYPE cuzk_device_busy_seconds_total counter");
+        for (device, s) in &gauges.device_busy_s {
+            let _ = writeln!(
+                out,
+                "cuzk_device_busy_seconds_total{{device=\"{device}\"}} {s}"
+            );
+        }
+        for (name, ending) in [
+            ("cuzk_proofs_completed_total", Ending::Completed),
+            ("cuzk_proofs_failed_total", Ending::Failed),
+            ("cuzk_proofs_cancelled_total", Ending::Cancelled),
+        ] {
+            let _ = writeln!(out, "# HELP {name} jobs that ended {ending:?}, by kind");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            for (k, kind) in ProofKindId::ALL.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "{name}{{kind=\"{kind}\"}} {}",
+                    inner.endings[k][ending as usize]
+                );
+            }
+        }
+        let _ = writeln!(out, "# HELP cuzk_stage_seconds per-partition stage latency");
+        let _ = writeln!(out, "# TYPE cuzk_stage_seconds histogram");
+        for (stage, hist) in TIMED_STAGES.iter().zip(&inner.stages) {
+            histogram(
+                &mut out,
+                "cuzk_stage_seconds",
+                &format!("stage=\"{}\"", stage.as_str()),
+                hist,
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_job_seconds submission-to-completion latency of completed jobs"
+        );
+        let _ = writeln!(out, "# TYPE cuzk_job_seconds histogram");
+        for (kind, hist) in ProofKindId::ALL.iter().zip(&inner.job_total) {
+            histogram(
+                &mut out,
+                "cuzk_job_seconds",
+                &format!("kind=\"{kind}\""),
+                hist,
+            );
+        }
+        out
+    }
+}
+
+impl Inner {
+    fn clone_inner(&self) -> Inner {
+        Inner {
+            endings: self.endings,
+            stages: self.stages.clone(),
+            job_total: self.job_total.clone(),
+        }
+    }
+}
+
+fn gauge_header(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+}
+
+fn scalar(out: &mut String, name: &str, help: &str, value: f64) {
+    gauge_header(out, name, help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+fn histogram(out: &mut String, name: &str, labels: &str, hist: &Histogram) {
+    for (bound, count) in BUCKETS_S.iter().zip(hist.counts) {
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {count}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", hist.count);
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", hist.sum_s);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", hist.count);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let metrics = Metrics::new();
+        metrics.stage(Stage::Synthesis, Duration::from_millis(3));
+        metrics.stage(Stage::Synthesis, Duration::from_millis(300));
+        let text = metrics.render(&Gauges::default());
+        assert!(
+            text.contains("cuzk_stage_seconds_bucket{stage=\"synthesis\",le=\"0.005\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cuzk_stage_seconds_bucket{stage=\"synthesis\",le=\"0.5\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cuzk_stage_seconds_count{stage=\"synthesis\"} 2"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn endings_are_counted_per_kind() {
+        let metrics = Metrics::new();
+        metrics.job_ended(
+            ProofKindId::Synthetic,
+            Ending::Completed,
+            Duration::from_secs(1),
+        );
+        metrics.job_ended(ProofKindId::Synthetic, Ending::Failed, Duration::ZERO);
+        let text = metrics.render(&Gauges::default());
+        assert!(
+            text.contains("cuzk_proofs_completed_total{kind=\"synthetic\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cuzk_proofs_failed_total{kind=\"synthetic\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cuzk_proofs_failed_total{kind=\"winning_post\"} 0"),
+            "{text}"
+        );
+        assert_eq!(metrics.total(Ending::Completed), 1);
+    }
+}

@@ -1,0 +1,348 @@
+//! [`SrsManager`]: circuit id → resident [`Srs`], shared by every partition that needs it.
+//! Loads once (concurrent callers wait for the one load), counts references through
+//! [`SrsLease`] guards, keeps resident bytes under a budget by evicting idle entries
+//! least-recently-used first, and reports each entry's tier as it really is: resident in
+//! host memory, or known on disk only. Which file a circuit id names is the
+//! [`KindRegistry`]'s business.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_groth16::{Srs, SrsOptions};
+use parking_lot::{Condvar, Mutex};
+use tracing::{info, warn};
+
+use crate::{EngineError, KindRegistry};
+
+/// Where an SRS lives. (No backend in this workspace keeps an SRS in VRAM across proves
+/// yet; when one does, it reports `Vram` through this enum.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrsTier {
+    /// Resident in device memory.
+    Vram,
+    /// Decoded and resident in host memory.
+    Host,
+    /// Known, on disk only (evicted or never loaded).
+    Disk,
+}
+
+/// One SRS entry as status reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SrsStatus {
+    /// The circuit id.
+    pub circuit_id: String,
+    /// Where it is.
+    pub tier: SrsTier,
+    /// Host bytes held (0 when on disk).
+    pub size_bytes: u64,
+    /// Partitions holding it now.
+    pub ref_count: u32,
+    /// The parameters file.
+    pub path: PathBuf,
+    /// How long its last load took.
+    pub load_time: Duration,
+}
+
+enum Residency {
+    Loading,
+    Resident(Arc<Srs>),
+    OnDisk,
+}
+
+struct Entry {
+    path: PathBuf,
+    residency: Residency,
+    size_bytes: u64,
+    refs: u32,
+    last_used: Instant,
+    load_time: Duration,
+}
+
+/// The SRS cache.
+pub struct SrsManager {
+    param_dir: PathBuf,
+    budget_bytes: u64,
+    options: SrsOptions,
+    registry: Arc<KindRegistry>,
+    entries: Mutex<HashMap<String, Entry>>,
+    load_done: Condvar,
+}
+
+/// A reference to a resident SRS; the entry cannot be evicted while a lease lives.
+pub struct SrsLease {
+    manager: Arc<SrsManager>,
+    circuit_id: String,
+    srs: Arc<Srs>,
+}
+
+impl SrsLease {
+    /// The parameters.
+    pub fn srs(&self) -> &Arc<Srs> {
+        &self.srs
+    }
+
+    /// The circuit id.
+    pub fn circuit_id(&self) -> &str {
+        &self.circuit_id
+    }
+}
+
+impl Drop for SrsLease {
+    fn drop(&mut self) {
+        let mut entries = self.manager.entries.lock();
+        if let Some(entry) = entries.get_mut(&self.circuit_id) {
+            entry.refs = entry.refs.saturating_sub(1);
+            entry.last_used = Instant::now();
+        }
+    }
+}
+
+impl SrsManager {
+    /// An empty cache over `param_dir`.
+    pub fn new(
+        param_dir: PathBuf,
+        budget_bytes: u64,
+        options: SrsOptions,
+        registry: Arc<KindRegistry>,
+    ) -> Self {
+        SrsManager {
+            param_dir,
+            budget_bytes,
+            options,
+            registry,
+            entries: Mutex::new(HashMap::new()),
+            load_done: Condvar::new(),
+        }
+    }
+
+    /// Checks that `circuit_id` names parameters that exist or can be generated, without
+    /// loading them.
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownSrs`] naming where it looked.
+    pub fn check_known(&self, circuit_id: &str) -> Result<(), EngineError> {
+        if self.entries.lock().contains_key(circuit_id) {
+            return Ok(());
+        }
+        let (provider, path) = self.resolve(circuit_id)?;
+        if path.is_file() || provider.can_generate(circuit_id) {
+            Ok(())
+        } else {
+            Err(EngineError::UnknownSrs {
+                circuit_id: circuit_id.to_string(),
+                reason: format!("no parameters file at {}", path.display()),
+            })
+        }
+    }
+
+    /// Returns a lease on `circuit_id`'s SRS, loading it first if needed; the second value
+    /// is the load time when this call loaded it.
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownSrs`] or [`EngineError::SrsLoad`].
+    pub fn acquire(
+        self: &Arc<Self>,
+        circuit_id: &str,
+    ) -> Result<(SrsLease, Option<Duration>), EngineError> {
+        let mut entries = self.entries.lock();
+        loop {
+            match entries.get_mut(circuit_id) {
+                Some(Entry {
+                    residency: Residency::Resident(srs),
+                    refs,
+                    last_used,
+                    ..
+                }) => {
+                    *refs += 1;
+                    *last_used = Instant::now();
+                    let lease = SrsLease {
+                        manager: self.clone(),
+                        circuit_id: circuit_id.to_string(),
+                        srs: srs.clone(),
+                    };
+                    return Ok((lease, None));
+                }
+                Some(Entry {
+                    residency: Residency::Loading,
+                    ..
+                }) => self.load_done.wait(&mut entries),
+                _ => break,
+            }
+        }
+        let (provider, path) = self.resolve(circuit_id)?;
+        entries.insert(
+            circuit_id.to_string(),
+            Entry {
+                path: path.clone(),
+                residency: Residency::Loading,
+                size_bytes: 0,
+                refs: 0,
+                last_used: Instant::now(),
+                load_time: Duration::ZERO,
+            },
+        );
+        drop(entries);
+
+        let started = Instant::now();
+        let options = self.options;
+        // A panicking reader must not leave the entry in `Loading` with waiters forever.
+        let loaded = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            provider
+                .ensure(circuit_id, &path)
+                .map_err(|e| e.to_string())?;
+            Srs::load(&path, options).map_err(|e| e.to_string())
+        }))
+        .unwrap_or_else(|_| Err("parameter reader panicked".to_string()));
+        let load_time = started.elapsed();
+
+        let mut entries = self.entries.lock();
+        self.load_done.notify_all();
+        match loaded {
+            Ok(srs) => {
+                let srs = Arc::new(srs);
+                let size_bytes = srs.host_bytes() as u64;
+                info!(
+                    circuit_id,
+                    size_bytes,
+                    load_ms = load_time.as_millis() as u64,
+                    "srs loaded"
+                );
+                entries.insert(
+                    circuit_id.to_string(),
+                    Entry {
+                        path,
+                        residency: Residency::Resident(srs.clone()),
+                        size_bytes,
+                        refs: 1,
+                        last_used: Instant::now(),
+                        load_time,
+                    },
+                );
+                self.evict_over_budget(&mut entries);
+                let lease = SrsLease {
+                    manager: self.clone(),
+                    circuit_id: circuit_id.to_string(),
+                    srs,
+                };
+                Ok((lease, Some(load_time)))
+            }
+            Err(reason) => {
+                entries.remove(circuit_id);
+                warn!(circuit_id, cause = %reason, "srs load failed");
+                Err(EngineError::SrsLoad {
+                    circuit_id: circuit_id.to_string(),
+                    reason,
+                })
+            }
+        }
+    }
+
+    /// Loads `circuit_id` ahead of use. Returns whether it was already resident and how
+    /// long the load took (zero when it was).
+    ///
+    /// # Errors
+    /// As [`SrsManager::acquire`].
+    pub fn preload(self: &Arc<Self>, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
+        let (_lease, loaded) = self.acquire(circuit_id)?;
+        Ok((loaded.is_none(), loaded.unwrap_or(Duration::ZERO)))
+    }
+
+    /// Drops `circuit_id`'s resident copy. Returns whether it was resident and the bytes freed.
+    ///
+    /// # Errors
+    /// [`EngineError::SrsInUse`] while partitions hold it or it is loading,
+    /// [`EngineError::UnknownSrs`] for an id no provider knows.
+    pub fn evict(&self, circuit_id: &str) -> Result<(bool, u64), EngineError> {
+        let mut entries = self.entries.lock();
+        let Some(entry) = entries.get_mut(circuit_id) else {
+            self.resolve(circuit_id)?;
+            return Ok((false, 0));
+        };
+        match entry.residency {
+            Residency::OnDisk => Ok((false, 0)),
+            Residency::Loading => Err(EngineError::SrsInUse {
+                circuit_id: circuit_id.to_string(),
+                ref_count: entry.refs,
+            }),
+            Residency::Resident(_) if entry.refs > 0 => Err(EngineError::SrsInUse {
+                circuit_id: circuit_id.to_string(),
+                ref_count: entry.refs,
+            }),
+            Residency::Resident(_) => {
+                let freed = entry.size_bytes;
+                entry.residency = Residency::OnDisk;
+                entry.size_bytes = 0;
+                info!(circuit_id, freed_bytes = freed, "srs evicted");
+                Ok((true, freed))
+            }
+        }
+    }
+
+    /// Every entry the manager has seen, by circuit id.
+    pub fn status(&self) -> Vec<SrsStatus> {
+        let entries = self.entries.lock();
+        let mut out: Vec<SrsStatus> = entries
+            .iter()
+            .map(|(id, e)| SrsStatus {
+                circuit_id: id.clone(),
+                tier: match e.residency {
+                    Residency::Resident(_) => SrsTier::Host,
+                    Residency::Loading | Residency::OnDisk => SrsTier::Disk,
+                },
+                size_bytes: e.size_bytes,
+                ref_count: e.refs,
+                path: e.path.clone(),
+                load_time: e.load_time,
+            })
+            .collect();
+        out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        out
+    }
+
+    /// Host bytes of resident entries.
+    pub fn resident_bytes(&self) -> u64 {
+        self.entries.lock().values().map(|e| e.size_bytes).sum()
+    }
+
+    fn resolve(
+        &self,
+        circuit_id: &str,
+    ) -> Result<(Arc<dyn crate::ParamsProvider>, PathBuf), EngineError> {
+        self.registry
+            .resolve_params(circuit_id, &self.param_dir)
+            .ok_or_else(|| EngineError::UnknownSrs {
+                circuit_id: circuit_id.to_string(),
+                reason: "no proof kind served by this daemon uses it".to_string(),
+            })
+    }
+
+    fn evict_over_budget(&self, entries: &mut HashMap<String, Entry>) {
+        loop {
+            let resident: u64 = entries.values().map(|e| e.size_bytes).sum();
+            if resident <= self.budget_bytes {
+                return;
+            }
+            let victim = entries
+                .iter()
+                .filter(|(_, e)| e.refs == 0 && matches!(e.residency, Residency::Resident(_)))
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(id, _)| id.clone());
+            let Some(victim) = victim else {
+                warn!(
+                    resident,
+                    budget = self.budget_bytes,
+                    "srs budget exceeded by entries in use"
+                );
+                return;
+            };
+            if let Some(entry) = entries.get_mut(&victim) {
+                info!(circuit_id = %victim, freed_bytes = entry.size_bytes, "srs evicted (lru)");
+                entry.residency = Residency::OnDisk;
+                entry.size_bytes = 0;
+            }
+        }
+    }
+}

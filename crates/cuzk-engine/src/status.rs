@@ -1,0 +1,75 @@
+//! [`EngineStatus`]: a snapshot of the engine for `GetStatus`, `/status` and `cuzk status`:
+//! devices, SRS entries with their true tiers, per-kind queues, partitions per stage,
+//! memory reserved against the budget, and lifetime totals.
+
+use std::time::Duration;
+
+use crate::srs_manager::SrsStatus;
+use crate::{Priority, ProofKindId};
+
+/// One device.
+#[derive(Clone, Debug)]
+pub struct DeviceStatus {
+    /// Engine name ("gpu:0", "cpu").
+    pub name: String,
+    /// Hardware name.
+    pub hardware: String,
+    /// Whether it is a GPU.
+    pub is_gpu: bool,
+    /// Ordinal.
+    pub ordinal: u32,
+    /// Device memory (0 for the CPU).
+    pub vram_total_bytes: u64,
+    /// Prove workers on it.
+    pub workers: usize,
+    /// Time spent under its compute token since start.
+    pub busy: Duration,
+    /// The job a worker holds now, or empty.
+    pub current_job_id: String,
+    /// That job's kind.
+    pub current_kind: Option<ProofKindId>,
+}
+
+/// Jobs of one kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindQueue {
+    /// The kind.
+    pub kind: ProofKindId,
+    /// Jobs accepted and not started.
+    pub pending: u32,
+    /// Jobs started and not finished.
+    pub in_progress: u32,
+}
+
+/// The whole snapshot.
+#[derive(Clone, Debug)]
+pub struct EngineStatus {
+    /// Prover devices.
+    pub devices: Vec<DeviceStatus>,
+    /// SRS entries.
+    pub srs: Vec<SrsStatus>,
+    /// Per-kind job counts.
+    pub queues: Vec<KindQueue>,
+    /// Partitions waiting for synthesis, per priority (highest first).
+    pub queued_by_priority: Vec<(Priority, u64)>,
+    /// Partitions per stage ("queued", "synthesizing", "ready", "proving", "assembling").
+    pub partitions_by_stage: Vec<(&'static str, u64)>,
+    /// Jobs accepted and not finished.
+    pub active_jobs: u64,
+    /// Finished results kept for `AwaitProof`.
+    pub retained_results: u64,
+    /// Jobs completed since start.
+    pub total_completed: u64,
+    /// Jobs failed since start.
+    pub total_failed: u64,
+    /// Jobs cancelled since start.
+    pub total_cancelled: u64,
+    /// Time since start.
+    pub uptime: Duration,
+    /// Host bytes reserved by partitions in flight.
+    pub memory_reserved_bytes: u64,
+    /// The host memory budget.
+    pub memory_limit_bytes: u64,
+    /// False once a drain has begun.
+    pub accepting: bool,
+}
