@@ -13,6 +13,7 @@
 
 pub mod assignment;
 pub mod backend;
+pub mod compare;
 pub mod cpu;
 pub mod kind;
 pub mod paramgen;

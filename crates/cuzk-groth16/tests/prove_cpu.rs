@@ -5,11 +5,12 @@
 
 mod common;
 
-use bellperson::groth16::{create_proof, create_random_proof, Parameters};
+use bellperson::groth16::{create_proof, create_random_proof};
 use blstrs::Bls12;
 use common::{bellperson_params, srs_from_params, TestCircuit};
 use cuzk_groth16::{
-    prove, prove_random, synthesize, verify, Backend, BackendError, Proof, ProveError, Scalar,
+    prove, prove_random, synthesize, verify, Backend, BackendError, Proof, ProveError, Scalar, Srs,
+    SrsOptions,
 };
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
@@ -139,16 +140,26 @@ backend_test!(proof_bytes_round_trip, |backend: &dyn Backend| {
 backend_test!(
     params_written_by_bellperson_prove,
     |backend: &dyn Backend| {
+        // A .params file written by bellperson's own Parameters::write, read by Srs::load.
         let circuit = TestCircuit::new(700, 4, true, 31);
         let params = bellperson_params(&circuit, 6);
-        let mut file = Vec::new();
+        let path =
+            std::env::temp_dir().join(format!("cuzk-h1a-prove-{}.params", std::process::id()));
+        let mut file = std::fs::File::create(&path).unwrap();
         params.write(&mut file).unwrap();
-        let read = Parameters::<Bls12>::read(&file[..], true).unwrap();
-        let srs = srs_from_params(&read);
+        drop(file);
+        let loaded = Srs::load(&path, SrsOptions { check_points: true });
+        std::fs::remove_file(&path).unwrap();
+        let srs = loaded.unwrap();
         let asg = synthesize(circuit.clone()).unwrap();
         let (proof, _) =
             prove_random(&asg, &srs, backend, &mut ChaCha8Rng::seed_from_u64(4)).unwrap();
         assert!(verify(&srs.vk, &proof, &circuit.public_inputs()).unwrap());
+        // The same proof as from the in-memory parameters.
+        let mem = srs_from_params(&params);
+        let (again, _) =
+            prove_random(&asg, &mem, backend, &mut ChaCha8Rng::seed_from_u64(4)).unwrap();
+        assert_eq!(proof, again);
     }
 );
 
@@ -187,3 +198,33 @@ backend_test!(mismatched_parameters_are_errors, |backend: &dyn Backend| {
         Err(ProveError::Backend(BackendError::Mismatch { .. }))
     ));
 });
+
+backend_test!(
+    synthetic_porep_shaped_circuits_match_bellperson,
+    |backend: &dyn Backend| {
+        use cuzk_groth16::compare::bellperson_parameters;
+        use cuzk_groth16::paramgen::{generate, CpuFixedBase};
+        use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
+        // The benchmark's circuit and generator at test sizes: exactly 2^10 rows, and a
+        // row count just past 2^11 (a domain of 2^12 mostly padding).
+        for (n_constraints, lg) in [(None, 10), (Some(2049), 12)] {
+            let circuit = match n_constraints {
+                None => SyntheticCircuit::with_log_n(lg, 5, SyntheticShape::default()),
+                Some(n) => SyntheticCircuit::new(n, 5, SyntheticShape::default()),
+            }
+            .unwrap();
+            let mut rng = ChaCha8Rng::seed_from_u64(8);
+            let srs = generate(circuit, &mut rng, &CpuFixedBase::default())
+                .unwrap()
+                .srs;
+            let asg = synthesize(circuit).unwrap();
+            assert_eq!(asg.lg_domain(), lg);
+            let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+            let (ours, _) = prove(&asg, &srs, r, s, backend).unwrap();
+            assert!(verify(&srs.vk, &ours, &asg.input_assignment[1..]).unwrap());
+            let params = bellperson_parameters(&srs);
+            let theirs = create_proof::<Bls12, _, _>(circuit, &params, r, s).unwrap();
+            assert_eq!(proof_bytes(&ours), proof_bytes(&theirs), "2^{lg}");
+        }
+    }
+);
