@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# GPU self-checks (device vs CPU) and microbenchmarks of cuzk-gpu in one go, for a CUDA
+# machine without cargo. Build here first:
+#   CARGO_TARGET_DIR=target-h2 cargo build --release -p cuzk-gpu --example gpu_bench
+#   mkdir -p .carry && cp target-h2/release/examples/gpu_bench .carry/
+#   XDG_CACHE_HOME=$PWD/.carry/cache .carry/gpu_bench compile sm_90   # NVRTC cache
+# then run this script on the device machine from the repository root. Outputs (JSON
+# lines) go to $OUT (default /tmp/cuzk-gpu-out). Each step has its own time limit so one
+# hang does not cost the whole run.
+set -u -o pipefail
+BIN=${GPU_BENCH:-.carry/gpu_bench}
+OUT=${OUT:-/tmp/cuzk-gpu-out}
+mkdir -p "$OUT"
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$PWD/.carry/cache}
+export RUST_LOG=${RUST_LOG:-warn}
+NTT_SIZES=${NTT_SIZES:-"20 22 24 26 27"}
+G1_SIZES=${G1_SIZES:-"16 20 22 24 26"}
+G2_SIZES=${G2_SIZES:-"16 20 22 24"}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/smi.txt"
+step() { # name limit_s args...
+  local name=$1 limit=$2; shift 2
+  echo "== $name: $*"
+  local t0=$(date +%s)
+  timeout "$limit" "$BIN" "$@" 2>&1 | tee "$OUT/$name.jsonl"
+  echo "== $name rc=$? in $(( $(date +%s) - t0 )) s"
+}
+step ntt 170 ntt --check --check-max-lg 14 --runs 5 $NTT_SIZES
+step msm_g1 200 msm g1 --resident --check --runs 5 $G1_SIZES
+step msm_g2 150 msm g2 --resident --runs 5 $G2_SIZES

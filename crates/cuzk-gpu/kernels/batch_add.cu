@@ -1,0 +1,26 @@
+// batch_add.cu: the sum of the bases whose scalar is 1 (bit-scalar batch addition). Each
+// thread adds K affine points (gathered through an index list, or consecutive) into one
+// XYZZ partial; msm.cu's sum_groups_{g} then reduces the partials and to_jacobian_{g}
+// converts the last one.
+#include "ec.cuh"
+
+template <class F>
+__device__ __forceinline__ void batch_add(const affine_t<F>* bases, const u32* idx, u32 n,
+                                          u32 K, xyzz_t<F>* out) {
+    u32 id = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 nout = (n + K - 1) / K;
+    if (id >= nout) return;
+    const u32 b = id * K, e = min(n, b + K);
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    for (u32 p = b; p < e; p++) acc.add_affine(bases[idx ? idx[p] : p]);
+    out[id] = acc;
+}
+
+extern "C" __global__ void batch_add_g1(const g1_affine_t* bases, const u32* idx, u32 n, u32 K,
+                                        g1_xyzz_t* out) {
+    batch_add<fp_t>(bases, idx, n, K, out);
+}
+extern "C" __global__ void batch_add_g2(const g2_affine_t* bases, const u32* idx, u32 n, u32 K,
+                                        g2_xyzz_t* out) {
+    batch_add<fp2_t>(bases, idx, n, K, out);
+}

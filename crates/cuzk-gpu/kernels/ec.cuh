@@ -1,0 +1,139 @@
+// ec.cuh: short-Weierstrass (a = 0) point arithmetic over any field type F from field.cuh
+// (fp_t for G1, fp2_t for G2).
+//
+// Inputs are affine points as blst stores them ({x, y}, infinity = all-zero words).
+// Accumulators are XYZZ (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2; infinity: ZZ = 0), whose mixed
+// addition costs 8M + 2S; formulas from the Explicit-Formulas Database,
+// https://hyperelliptic.org/EFD/g1p/auto-shortw-xyzz.html (madd-2008-s, add-2008-s,
+// dbl-2008-s-1). Results leave as Jacobian (x = X/Z^2, y = Y/Z^3), which is blst_p1/blst_p2.
+#pragma once
+#include "field.cuh"
+
+// dbl, add and add_affine are __noinline__: one out-of-line copy per module keeps NVRTC and
+// ptxas time and code size bounded (an inlined G2 addition is ~25k instructions).
+
+template <class F>
+struct affine_t {
+    F x, y;
+    __device__ __forceinline__ bool is_inf() const { return x.is_zero() && y.is_zero(); }
+    __device__ __forceinline__ affine_t neg() const { return {x, y.neg()}; }
+};
+
+template <class F>
+struct jacobian_t {
+    F X, Y, Z;
+};
+
+template <class F>
+struct xyzz_t {
+    F X, Y, ZZ, ZZZ;
+
+    __device__ __forceinline__ static xyzz_t inf() {
+        return {F::zero(), F::zero(), F::zero(), F::zero()};
+    }
+    __device__ __forceinline__ bool is_inf() const { return ZZ.is_zero(); }
+
+    __device__ __forceinline__ static xyzz_t from_affine(const affine_t<F>& p) {
+        if (p.is_inf()) return inf();
+        return {p.x, p.y, F::one(), F::one()};
+    }
+
+    // dbl-2008-s-1 with a = 0.
+    __device__ __noinline__ xyzz_t dbl() const {
+        if (is_inf()) return *this;
+        F U = Y.dbl();
+        F V = U.sqr();
+        F W = U * V;
+        F S = X * V;
+        F X2 = X.sqr();
+        F M = X2.dbl() + X2;
+        xyzz_t r;
+        r.X = M.sqr() - S.dbl();
+        r.Y = M * (S - r.X) - W * Y;
+        r.ZZ = V * ZZ;
+        r.ZZZ = W * ZZZ;
+        return r;
+    }
+
+    // this += q (affine), madd-2008-s; falls back to doubling when q equals this.
+    __device__ __noinline__ void add_affine(const affine_t<F>& q) {
+        if (q.is_inf()) return;
+        if (is_inf()) {
+            *this = from_affine(q);
+            return;
+        }
+        F U2 = q.x * ZZ;
+        F S2 = q.y * ZZZ;
+        F P = U2 - X;
+        F R = S2 - Y;
+        if (P.is_zero()) {
+            if (R.is_zero()) {
+                *this = from_affine(q).dbl();
+            } else {
+                *this = inf();
+            }
+            return;
+        }
+        F PP = P.sqr();
+        F PPP = P * PP;
+        F Q = X * PP;
+        X = R.sqr() - PPP - Q.dbl();
+        Y = R * (Q - X) - Y * PPP;
+        ZZ = ZZ * PP;
+        ZZZ = ZZZ * PPP;
+    }
+
+    // this += q (XYZZ), add-2008-s.
+    __device__ __noinline__ void add(const xyzz_t& q) {
+        if (q.is_inf()) return;
+        if (is_inf()) {
+            *this = q;
+            return;
+        }
+        F U1 = X * q.ZZ;
+        F U2 = q.X * ZZ;
+        F S1 = Y * q.ZZZ;
+        F S2 = q.Y * ZZZ;
+        F P = U2 - U1;
+        F R = S2 - S1;
+        if (P.is_zero()) {
+            if (R.is_zero()) {
+                *this = dbl();
+            } else {
+                *this = inf();
+            }
+            return;
+        }
+        F PP = P.sqr();
+        F PPP = P * PP;
+        F Q = U1 * PP;
+        X = R.sqr() - PPP - Q.dbl();
+        Y = R * (Q - X) - S1 * PPP;
+        ZZ = ZZ * q.ZZ * PP;
+        ZZZ = ZZZ * q.ZZZ * PPP;
+    }
+
+    // k * this for a small k (double-and-add, most significant bit first).
+    __device__ __forceinline__ xyzz_t mul_small(u32 k) const {
+        xyzz_t r = inf();
+        for (int b = 31; b >= 0; b--) {
+            r = r.dbl();
+            if ((k >> b) & 1) r.add(*this);
+        }
+        return r;
+    }
+
+    // With ZZ = Z^2, ZZZ = Z^3, Jacobian (X ZZ^2, Y ZZZ^2, ZZZ) has Z' = Z^3:
+    // X'/Z'^2 = X Z^4 / Z^6 = X/ZZ and Y'/Z'^3 = Y Z^6 / Z^9 = Y/ZZZ. Infinity keeps Z' = 0.
+    __device__ __forceinline__ jacobian_t<F> to_jacobian() const {
+        if (is_inf()) return {F::one(), F::one(), F::zero()};
+        return {X * ZZ.sqr(), Y * ZZZ.sqr(), ZZZ};
+    }
+};
+
+typedef affine_t<fp_t> g1_affine_t;
+typedef affine_t<fp2_t> g2_affine_t;
+typedef xyzz_t<fp_t> g1_xyzz_t;
+typedef xyzz_t<fp2_t> g2_xyzz_t;
+typedef jacobian_t<fp_t> g1_jacobian_t;
+typedef jacobian_t<fp2_t> g2_jacobian_t;

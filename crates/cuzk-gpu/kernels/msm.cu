@@ -1,0 +1,189 @@
+// msm.cu: Pippenger multi-scalar multiplication for G1 and G2 with signed c-bit window
+// digits (Pippenger 1976; the signed-digit bucket method as in Bernstein et al.,
+// "Faster batch forgery identification", INDOCRYPT 2012, and the ZPrize 2022 MSM entries).
+//
+// Phases, one kernel each (the host sequence lives in msm.rs):
+//   msm_scalars_canonical  Montgomery -> canonical scalars.
+//   msm_histogram          count each (window, bucket) pair: digit d != 0 goes to bucket |d|-1.
+//   scan_exclusive_u32     bucket start offsets (counting sort; the total lands at [m]).
+//   msm_scatter            scalar indices sorted by bucket, sign in bit 31.
+//   msm_accumulate_{g}     one thread per bucket sums its points into an XYZZ bucket.
+//   msm_segments_{g}       per window, runs of SEG buckets: sum (b+1) B_b by running sums.
+//   sum_groups_{g}         reduce rows of partial sums by a factor K (repeat until 1).
+//   msm_combine_{g}        Horner over windows: sum_w 2^(c w) W_w, to Jacobian.
+#include "ec.cuh"
+#include "digits.cuh"
+
+extern "C" __global__ void msm_scalars_canonical(const fr_t* scalars, u32* out, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t s = scalars[i].from_mont();
+#pragma unroll
+    for (int j = 0; j < 8; j++) out[(u64)i * 8 + j] = s.v[j];
+}
+
+extern "C" __global__ void msm_histogram(const u32* canon, u32 n, u32 c, u32 nwin, u32* counts) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const u32* s = canon + (u64)i * 8;
+    const u32 nb = 1u << (c - 1);
+    u32 carry = 0, neg = 0;
+    for (u32 w = 0; w < nwin; w++) {
+        u32 d = signed_digit(s, w, c, carry, neg);
+        if (d) atomicAdd(&counts[w * nb + d - 1], 1u);
+    }
+}
+
+extern "C" __global__ void msm_scatter(const u32* canon, u32 n, u32 c, u32 nwin, u32* cursor,
+                                       u32* sorted) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const u32* s = canon + (u64)i * 8;
+    const u32 nb = 1u << (c - 1);
+    u32 carry = 0, neg = 0;
+    for (u32 w = 0; w < nwin; w++) {
+        u32 d = signed_digit(s, w, c, carry, neg);
+        if (d) {
+            u32 pos = atomicAdd(&cursor[w * nb + d - 1], 1u);
+            sorted[pos] = i | (neg << 31);
+        }
+    }
+}
+
+// Exclusive prefix sum of in[0..m) into out[0..m), total into out[m]; `copy` (optional)
+// receives the same offsets. One block of 1024 threads, each scanning a contiguous chunk.
+extern "C" __global__ void scan_exclusive_u32(const u32* in, u32* out, u32* copy, u32 m) {
+    __shared__ u32 sums[1024];
+    const u32 t = threadIdx.x;
+    const u32 chunk = (m + 1023) / 1024;
+    const u64 b = (u64)t * chunk;
+    const u64 e = min((u64)m, b + chunk);
+    u32 s = 0;
+    for (u64 i = b; i < e; i++) s += in[i];
+    sums[t] = s;
+    __syncthreads();
+    for (u32 off = 1; off < 1024; off <<= 1) {
+        u32 v = t >= off ? sums[t - off] : 0;
+        __syncthreads();
+        sums[t] += v;
+        __syncthreads();
+    }
+    u32 run = sums[t] - s;
+    for (u64 i = b; i < e; i++) {
+        u32 x = in[i];
+        out[i] = run;
+        if (copy) copy[i] = run;
+        run += x;
+    }
+    if (t == 1023) out[m] = sums[1023];
+}
+
+template <class F>
+__device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* base_idx,
+                                           const u32* sorted, const u32* starts, u32 nbuckets,
+                                           xyzz_t<F>* buckets) {
+    u32 id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= nbuckets) return;
+    const u32 b = starts[id], e = starts[id + 1];
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    for (u32 p = b; p < e; p++) {
+        const u32 ent = sorted[p];
+        u32 i = ent & 0x7fffffffu;
+        if (base_idx) i = base_idx[i];
+        affine_t<F> q = bases[i];
+        if (ent >> 31) q = q.neg();
+        acc.add_affine(q);
+    }
+    buckets[id] = acc;
+}
+
+template <class F>
+__device__ __forceinline__ void segments(const xyzz_t<F>* buckets, u32 nb, u32 nwin, u32 seg,
+                                         xyzz_t<F>* partial) {
+    const u32 nseg = nb / seg;
+    u32 id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= nwin * nseg) return;
+    const u32 w = id / nseg, j = id % nseg;
+    const xyzz_t<F>* B = buckets + (u64)w * nb + (u64)j * seg;
+    // sum_{r < seg} (j seg + r + 1) B_r = acc + (j seg) T with T = sum B_r.
+    xyzz_t<F> T = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
+    for (int r = (int)seg - 1; r >= 0; r--) {
+        T.add(B[r]);
+        acc.add(T);
+    }
+    if (j) acc.add(T.mul_small(j * seg));
+    partial[id] = acc;
+}
+
+template <class F>
+__device__ __forceinline__ void sum_groups(const xyzz_t<F>* in, u32 rows, u32 len_in, u32 K,
+                                           xyzz_t<F>* out) {
+    const u32 len_out = (len_in + K - 1) / K;
+    u32 id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= rows * len_out) return;
+    const u32 r = id / len_out, j = id % len_out;
+    const u32 b = j * K, e = min(len_in, b + K);
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    for (u32 p = b; p < e; p++) acc.add(in[(u64)r * len_in + p]);
+    out[(u64)r * len_out + j] = acc;
+}
+
+template <class F>
+__device__ __forceinline__ void combine(const xyzz_t<F>* windows, u32 nwin, u32 c,
+                                        jacobian_t<F>* out) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    xyzz_t<F> res = xyzz_t<F>::inf();
+    for (int w = (int)nwin - 1; w >= 0; w--) {
+        for (u32 i = 0; i < c; i++) res = res.dbl();
+        res.add(windows[w]);
+    }
+    out[0] = res.to_jacobian();
+}
+
+template <class F>
+__device__ __forceinline__ void to_jacobian(const xyzz_t<F>* in, jacobian_t<F>* out, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = in[i].to_jacobian();
+}
+
+extern "C" __global__ void msm_accumulate_g1(const g1_affine_t* bases, const u32* base_idx,
+                                             const u32* sorted, const u32* starts, u32 nbuckets,
+                                             g1_xyzz_t* buckets) {
+    accumulate<fp_t>(bases, base_idx, sorted, starts, nbuckets, buckets);
+}
+extern "C" __global__ void msm_accumulate_g2(const g2_affine_t* bases, const u32* base_idx,
+                                             const u32* sorted, const u32* starts, u32 nbuckets,
+                                             g2_xyzz_t* buckets) {
+    accumulate<fp2_t>(bases, base_idx, sorted, starts, nbuckets, buckets);
+}
+extern "C" __global__ void msm_segments_g1(const g1_xyzz_t* buckets, u32 nb, u32 nwin, u32 seg,
+                                           g1_xyzz_t* partial) {
+    segments<fp_t>(buckets, nb, nwin, seg, partial);
+}
+extern "C" __global__ void msm_segments_g2(const g2_xyzz_t* buckets, u32 nb, u32 nwin, u32 seg,
+                                           g2_xyzz_t* partial) {
+    segments<fp2_t>(buckets, nb, nwin, seg, partial);
+}
+extern "C" __global__ void sum_groups_g1(const g1_xyzz_t* in, u32 rows, u32 len_in, u32 K,
+                                         g1_xyzz_t* out) {
+    sum_groups<fp_t>(in, rows, len_in, K, out);
+}
+extern "C" __global__ void sum_groups_g2(const g2_xyzz_t* in, u32 rows, u32 len_in, u32 K,
+                                         g2_xyzz_t* out) {
+    sum_groups<fp2_t>(in, rows, len_in, K, out);
+}
+extern "C" __global__ void msm_combine_g1(const g1_xyzz_t* windows, u32 nwin, u32 c,
+                                          g1_jacobian_t* out) {
+    combine<fp_t>(windows, nwin, c, out);
+}
+extern "C" __global__ void msm_combine_g2(const g2_xyzz_t* windows, u32 nwin, u32 c,
+                                          g2_jacobian_t* out) {
+    combine<fp2_t>(windows, nwin, c, out);
+}
+extern "C" __global__ void to_jacobian_g1(const g1_xyzz_t* in, g1_jacobian_t* out, u32 n) {
+    to_jacobian<fp_t>(in, out, n);
+}
+extern "C" __global__ void to_jacobian_g2(const g2_xyzz_t* in, g2_jacobian_t* out, u32 n) {
+    to_jacobian<fp2_t>(in, out, n);
+}

@@ -1,0 +1,262 @@
+//! Bit-scalar handling on the device: [`classify`] splits a scalar vector into 0 / 1 /
+//! other and compacts, in order, the indices of the ones and the (index, scalar) pairs of
+//! the others (`kernels/classify.cu`); [`batch_add`] sums the bases an index list selects
+//! (`kernels/batch_add.cu`), which is the MSM of the scalars equal to 1.
+
+use blstrs::{G1Projective, G2Projective};
+
+use cudarc::driver::PushKernelArg;
+
+use crate::arena::{DevRegion, Scratch};
+use crate::device::Device;
+use crate::error::{drv, GpuError, Result};
+use crate::kernels::KernelId;
+use crate::layout::{self, FR_BYTES};
+use crate::msm::Group;
+
+/// Threads per block of the classification kernels (CLASSIFY_THREADS in classify.cu).
+const CLASSIFY_THREADS: u32 = 1024;
+/// Points each batch-addition thread sums before the tree reduction.
+const BATCH_K: u32 = 32;
+/// Reduction factor per `sum_groups` launch.
+const REDUCE_K: u32 = 16;
+
+/// The result of [`classify`]: regions in the scratch it was given.
+pub struct Classified<'s> {
+    /// Scalars equal to 1.
+    pub n_ones: usize,
+    /// Scalars neither 0 nor 1.
+    pub n_others: usize,
+    /// Indices of the ones, ascending (u32 each; `n_ones` valid).
+    pub one_idx: DevRegion<'s>,
+    /// Indices of the others, ascending (u32 each; `n_others` valid).
+    pub other_idx: DevRegion<'s>,
+    /// The other scalars, in the same order (Montgomery Fr).
+    pub other_scalars: DevRegion<'s>,
+}
+
+/// Classifies the n Montgomery scalars at `scalars`. Reads back the two counts (one small
+/// synchronizing copy) so the caller can size the follow-up launches.
+///
+/// # Errors
+/// [`GpuError::Input`] for a short region; arena or driver errors.
+pub fn classify<'s>(
+    dev: &Device,
+    scratch: &'s Scratch<'_>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<Classified<'s>> {
+    if scalars.bytes() < n * FR_BYTES {
+        return Err(GpuError::Input(format!(
+            "{n} scalars need {} bytes",
+            n * FR_BYTES
+        )));
+    }
+    if n >= u32::MAX as usize {
+        return Err(GpuError::Input(format!(
+            "{n} scalars exceed the 32-bit index"
+        )));
+    }
+    let nblocks = n.div_ceil(CLASSIFY_THREADS as usize).max(1);
+    let ones_c = scratch.alloc(nblocks * 4)?;
+    let others_c = scratch.alloc(nblocks * 4)?;
+    let ones_off = scratch.alloc((nblocks + 1) * 4)?;
+    let others_off = scratch.alloc((nblocks + 1) * 4)?;
+    let one_idx = scratch.alloc(n.max(1) * 4)?;
+    let other_idx = scratch.alloc(n.max(1) * 4)?;
+    let other_scalars = scratch.alloc(n.max(1) * FR_BYTES)?;
+    if n == 0 {
+        return Ok(Classified {
+            n_ones: 0,
+            n_others: 0,
+            one_idx,
+            other_idx,
+            other_scalars,
+        });
+    }
+    let ord = dev.ordinal();
+    let stream = dev.compute_stream();
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (nblocks as u32, 1, 1),
+        block_dim: (CLASSIFY_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (sp, n32, oc, thc) = (scalars.ptr(), n as u32, ones_c.ptr(), others_c.ptr());
+    let f = dev.function(KernelId::Classify, "classify_count")?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&sp).arg(&n32).arg(&oc).arg(&thc);
+    // SAFETY: classify_count(const fr_t*, u32 n, u32* ones, u32* others); one count per
+    // block of CLASSIFY_THREADS, nblocks blocks.
+    drv(
+        ord,
+        || "launch classify_count".into(),
+        unsafe { b.launch(cfg) }.map(|_| ()),
+    )?;
+    let scan = dev.function(KernelId::Msm, "scan_exclusive_u32")?;
+    let one_block = cudarc::driver::LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (1024, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (nb32, null) = (nblocks as u32, 0u64);
+    for (src, dst) in [(oc, ones_off.ptr()), (thc, others_off.ptr())] {
+        let mut b = stream.launch_builder(&scan);
+        b.arg(&src).arg(&dst).arg(&null).arg(&nb32);
+        // SAFETY: scan_exclusive_u32(const u32* in, u32* out, u32* copy, u32 m); in has m
+        // entries, out m + 1, copy is null.
+        drv(
+            ord,
+            || "launch scan_exclusive_u32".into(),
+            unsafe { b.launch(one_block) }.map(|_| ()),
+        )?;
+    }
+    let (oo, to, oi, ti, ts) = (
+        ones_off.ptr(),
+        others_off.ptr(),
+        one_idx.ptr(),
+        other_idx.ptr(),
+        other_scalars.ptr(),
+    );
+    let f = dev.function(KernelId::Classify, "classify_scatter")?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&sp)
+        .arg(&n32)
+        .arg(&oo)
+        .arg(&to)
+        .arg(&oi)
+        .arg(&ti)
+        .arg(&ts);
+    // SAFETY: classify_scatter(const fr_t*, u32 n, const u32* one_off, const u32* other_off,
+    // u32* one_idx, u32* other_idx, fr_t* other_scalars); outputs hold n entries each.
+    drv(
+        ord,
+        || "launch classify_scatter".into(),
+        unsafe { b.launch(cfg) }.map(|_| ()),
+    )?;
+    let mut t = [0u8; 4];
+    dev.download(&mut t, &ones_off.slice(nblocks * 4, 4)?)?;
+    let n_ones = u32::from_le_bytes(t) as usize;
+    dev.download(&mut t, &others_off.slice(nblocks * 4, 4)?)?;
+    let n_others = u32::from_le_bytes(t) as usize;
+    Ok(Classified {
+        n_ones,
+        n_others,
+        one_idx,
+        other_idx,
+        other_scalars,
+    })
+}
+
+/// Enqueues Σ bases[idx[i]] (or Σ bases[i] without an index list) for i < n; the Jacobian
+/// sum lands in the returned region.
+///
+/// # Errors
+/// [`GpuError::Input`] for short regions; arena or driver errors.
+pub fn batch_add_enqueue<'s>(
+    dev: &Device,
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    bases: &DevRegion<'_>,
+    idx: Option<&DevRegion<'_>>,
+    n: usize,
+) -> Result<DevRegion<'s>> {
+    match idx {
+        Some(r) if r.bytes() < n * 4 => {
+            return Err(GpuError::Input(format!("{n} indices need {} bytes", n * 4)))
+        }
+        None if bases.bytes() < n * group.affine_bytes() => {
+            return Err(GpuError::Input(format!(
+                "{n} bases need {} bytes",
+                n * group.affine_bytes()
+            )))
+        }
+        _ => {}
+    }
+    let ord = dev.ordinal();
+    let stream = dev.compute_stream();
+    let nout = n.div_ceil(BATCH_K as usize).max(1);
+    let part_a = scratch.alloc(nout * group.xyzz_bytes())?;
+    let part_b = scratch.alloc(nout * group.xyzz_bytes())?;
+    let out = scratch.alloc(group.jacobian_bytes())?;
+    let (bp, ip, n32, k, pa) = (
+        bases.ptr(),
+        idx.map_or(0u64, |r| r.ptr()),
+        n as u32,
+        BATCH_K,
+        part_a.ptr(),
+    );
+    let f = dev.function(KernelId::BatchAdd, group.kernel("batch_add")?)?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&bp).arg(&ip).arg(&n32).arg(&k).arg(&pa);
+    // SAFETY: batch_add_{g}(const affine*, const u32* idx, u32 n, u32 K, xyzz* out); out
+    // holds max(1, ceil(n / K)) partials; with n = 0 the one thread writes infinity.
+    drv(
+        ord,
+        || "launch batch_add".into(),
+        unsafe { b.launch(Device::grid(nout as u64, group.block())) }.map(|_| ()),
+    )?;
+    let (mut src, mut dst) = (part_a.ptr(), part_b.ptr());
+    let mut len = nout as u32;
+    let rows = 1u32;
+    let sg = dev.function(KernelId::Msm, group.kernel("sum_groups")?)?;
+    while len > 1 {
+        let k = REDUCE_K.min(len);
+        let out_len = len.div_ceil(k);
+        let mut b = stream.launch_builder(&sg);
+        b.arg(&src).arg(&rows).arg(&len).arg(&k).arg(&dst);
+        // SAFETY: sum_groups_{g}(const xyzz* in, u32 rows, u32 len_in, u32 K, xyzz* out);
+        // in holds len partials, out ceil(len / K) <= nout.
+        drv(
+            ord,
+            || "launch sum_groups".into(),
+            unsafe { b.launch(Device::grid(out_len as u64, group.block())) }.map(|_| ()),
+        )?;
+        std::mem::swap(&mut src, &mut dst);
+        len = out_len;
+    }
+    let (op, one) = (out.ptr(), 1u32);
+    let f = dev.function(KernelId::Msm, group.kernel("to_jacobian")?)?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&src).arg(&op).arg(&one);
+    // SAFETY: to_jacobian_{g}(const xyzz* in, jacobian* out, u32 n) with n = 1.
+    drv(
+        ord,
+        || "launch to_jacobian".into(),
+        unsafe { b.launch(Device::grid(1, 32)) }.map(|_| ()),
+    )?;
+    Ok(out)
+}
+
+/// [`batch_add_enqueue`] in G1, waiting for the result.
+///
+/// # Errors
+/// As [`batch_add_enqueue`].
+pub fn batch_add_g1(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    bases: &DevRegion<'_>,
+    idx: Option<&DevRegion<'_>>,
+    n: usize,
+) -> Result<G1Projective> {
+    let out = batch_add_enqueue(dev, scratch, Group::G1, bases, idx, n)?;
+    let mut b = vec![0u8; layout::G1_JACOBIAN_BYTES];
+    dev.download(&mut b, &out)?;
+    Ok(layout::g1_from_jacobian(&b))
+}
+
+/// [`batch_add_enqueue`] in G2, waiting for the result.
+///
+/// # Errors
+/// As [`batch_add_enqueue`].
+pub fn batch_add_g2(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    bases: &DevRegion<'_>,
+    idx: Option<&DevRegion<'_>>,
+    n: usize,
+) -> Result<G2Projective> {
+    let out = batch_add_enqueue(dev, scratch, Group::G2, bases, idx, n)?;
+    let mut b = vec![0u8; layout::G2_JACOBIAN_BYTES];
+    dev.download(&mut b, &out)?;
+    Ok(layout::g2_from_jacobian(&b))
+}

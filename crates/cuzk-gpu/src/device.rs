@@ -1,0 +1,327 @@
+//! [`Device`]: the handle for one GPU ordinal that every device call goes through (there is
+//! no "current device"). It owns the CUDA context, a compute stream and a copy stream, and
+//! loads each kernel module lazily, once, for the device's own architecture.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use parking_lot::Mutex;
+
+use crate::error::{drv, GpuError, Result};
+use crate::kernels::{self, KernelId};
+
+/// Launches kernel `$name` of module `$id` on `$dev`'s compute stream with the listed
+/// argument references, mapping the driver error to [`GpuError::Driver`]. The caller's
+/// `// SAFETY:` comment must say why the arguments match the kernel's signature and why
+/// the grid stays inside the buffers.
+macro_rules! launch {
+    ($dev:expr, $id:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
+        let dev: &$crate::device::Device = $dev;
+        let name: &'static str = $name;
+        let cfg: cudarc::driver::LaunchConfig = $cfg;
+        let f = dev.function($id, name)?;
+        let stream = dev.compute_stream();
+        let mut b = stream.launch_builder(&f);
+        $( cudarc::driver::PushKernelArg::arg(&mut b, $arg); )*
+        // SAFETY: stated at each call site: the arguments match the kernel's parameters in
+        // its .cu file and the grid stays inside the buffers they point to.
+        let r = unsafe { b.launch(cfg) };
+        $crate::error::drv(dev.ordinal(), || format!("launch {name}"), r.map(|_| ()))
+    }};
+}
+pub(crate) use launch;
+
+/// One GPU: context, streams and loaded kernel modules.
+pub struct Device {
+    ordinal: usize,
+    ctx: Arc<CudaContext>,
+    compute: Arc<CudaStream>,
+    copy: Arc<CudaStream>,
+    name: String,
+    arch: String,
+    sm_count: u32,
+    modules: [OnceLock<Arc<CudaModule>>; KernelId::ALL.len()],
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({} {} {})", self.ordinal, self.name, self.arch)
+    }
+}
+
+/// Whether libcuda can be loaded.
+///
+/// # Errors
+/// [`GpuError::LibraryMissing`] naming the file names that were tried.
+pub fn driver_available() -> Result<()> {
+    // SAFETY: is_culib_present only tries to dlopen the candidate names.
+    if unsafe { cudarc::driver::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(GpuError::LibraryMissing {
+            lib: "libcuda (NVIDIA driver)",
+            searched: cudarc::get_lib_name_candidates("cuda"),
+        })
+    }
+}
+
+/// Number of CUDA devices; 0 when the driver loads but sees none.
+///
+/// # Errors
+/// [`GpuError::LibraryMissing`] without libcuda; a driver error from `cuInit`.
+pub fn device_count() -> Result<usize> {
+    driver_available()?;
+    let n = CudaContext::device_count();
+    match n {
+        Ok(n) => Ok(n.max(0) as usize),
+        // cuInit fails with "no device" on machines with a driver but no GPU.
+        Err(e) if format!("{e:?}").contains("NO_DEVICE") => Ok(0),
+        Err(source) => Err(GpuError::Driver {
+            ordinal: 0,
+            op: "cuDeviceGetCount".into(),
+            source,
+        }),
+    }
+}
+
+impl Device {
+    /// Opens device `ordinal`: creates its context and two streams.
+    ///
+    /// # Errors
+    /// [`GpuError::LibraryMissing`], [`GpuError::NoDevice`], or a driver error.
+    pub fn open(ordinal: usize) -> Result<Arc<Device>> {
+        let count = device_count()?;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice { ordinal, count });
+        }
+        let ctx = drv(
+            ordinal,
+            || "create context".into(),
+            CudaContext::new(ordinal),
+        )?;
+        // Synchronization is ours (streams and events); cudarc's per-buffer event tracking
+        // would add events to every launch.
+        // SAFETY: no cudarc-managed buffers are shared between streams in this crate.
+        unsafe { ctx.disable_event_tracking() };
+        let compute = drv(ordinal, || "create compute stream".into(), ctx.new_stream())?;
+        let copy = drv(ordinal, || "create copy stream".into(), ctx.new_stream())?;
+        let name = drv(ordinal, || "device name".into(), ctx.name())?;
+        let (major, minor) = drv(
+            ordinal,
+            || "compute capability".into(),
+            ctx.compute_capability(),
+        )?;
+        let sm_count = drv(
+            ordinal,
+            || "multiprocessor count".into(),
+            ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        )? as u32;
+        let arch = format!("sm_{major}{minor}");
+        tracing::info!(ordinal, name = %name, arch = %arch, sm_count, "cuda device opened");
+        Ok(Arc::new(Device {
+            ordinal,
+            ctx,
+            compute,
+            copy,
+            name,
+            arch,
+            sm_count,
+            modules: Default::default(),
+            functions: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+    /// The device's name, e.g. "NVIDIA H200".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// NVRTC architecture, e.g. "sm_90".
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+    /// Streaming multiprocessors.
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+    /// The CUDA context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+    /// The stream kernels run on.
+    pub fn compute_stream(&self) -> &Arc<CudaStream> {
+        &self.compute
+    }
+    /// The stream uploads run on.
+    pub fn copy_stream(&self) -> &Arc<CudaStream> {
+        &self.copy
+    }
+
+    /// Loads every module now (otherwise each loads on first use).
+    ///
+    /// # Errors
+    /// Compile or load errors.
+    pub fn load_all(&self) -> Result<()> {
+        for id in KernelId::ALL {
+            self.module(id)?;
+        }
+        Ok(())
+    }
+
+    fn module(&self, id: KernelId) -> Result<&Arc<CudaModule>> {
+        if let Some(m) = self.modules[id.slot()].get() {
+            return Ok(m);
+        }
+        let cubin = kernels::cubin(id, &self.arch)?;
+        let m = drv(
+            self.ordinal,
+            || format!("load module {}", id.name()),
+            self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin)),
+        )?;
+        // Two threads may race to load: the loser's module is dropped, the winner's kept.
+        let _ = self.modules[id.slot()].set(m);
+        self.modules[id.slot()]
+            .get()
+            .ok_or_else(|| GpuError::Input(format!("module {} failed to load", id.name())))
+    }
+
+    /// Kernel `name` from module `id`.
+    ///
+    /// # Errors
+    /// Compile, load or lookup errors.
+    pub fn function(&self, id: KernelId, name: &'static str) -> Result<CudaFunction> {
+        if let Some(f) = self.functions.lock().get(name) {
+            return Ok(f.clone());
+        }
+        let m = self.module(id)?;
+        let f = drv(
+            self.ordinal,
+            || format!("get function {name}"),
+            m.load_function(name),
+        )?;
+        self.functions.lock().insert(name, f.clone());
+        Ok(f)
+    }
+
+    /// A launch configuration for `n` threads in blocks of `block`.
+    pub fn grid(n: u64, block: u32) -> LaunchConfig {
+        let blocks = n.div_ceil(block as u64).max(1) as u32;
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// A timing event (recorded on a stream with [`Device::record`]).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn timing_event(&self) -> Result<CudaEvent> {
+        drv(
+            self.ordinal,
+            || "create event".into(),
+            self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)),
+        )
+    }
+
+    /// Records `ev` on the compute stream.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn record(&self, ev: &CudaEvent) -> Result<()> {
+        drv(
+            self.ordinal,
+            || "record event".into(),
+            ev.record(&self.compute),
+        )
+    }
+
+    /// Waits for all work queued on the compute stream (not on the hot path: the end of a
+    /// benchmark or a download).
+    ///
+    /// # Errors
+    /// Driver errors, including asynchronous kernel faults surfacing here.
+    pub fn sync_compute(&self) -> Result<()> {
+        drv(
+            self.ordinal,
+            || "synchronize compute stream".into(),
+            self.compute.synchronize(),
+        )
+    }
+
+    /// Copies `src` to device memory at `dst` on the compute stream and waits.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if `src` is larger than the region; driver errors.
+    pub fn upload(&self, dst: &crate::arena::DevRegion<'_>, src: &[u8]) -> Result<()> {
+        if src.len() > dst.bytes() {
+            return Err(GpuError::Input(format!(
+                "upload of {} bytes into a {}-byte region",
+                src.len(),
+                dst.bytes()
+            )));
+        }
+        drv(
+            self.ordinal,
+            || "bind context".into(),
+            self.ctx.bind_to_thread(),
+        )?;
+        // SAFETY: dst.ptr() is a live device allocation of at least src.len() bytes (the
+        // region borrows its arena); src stays borrowed until the synchronize below.
+        let r = unsafe {
+            cudarc::driver::result::memcpy_htod_async(dst.ptr(), src, self.compute.cu_stream())
+        };
+        drv(self.ordinal, || format!("upload {} bytes", src.len()), r)?;
+        self.sync_compute()
+    }
+
+    /// Copies device memory at `src` into `dst` after the compute stream's queued work.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if `dst` is larger than the region; driver errors.
+    pub fn download(&self, dst: &mut [u8], src: &crate::arena::DevRegion<'_>) -> Result<()> {
+        if dst.len() > src.bytes() {
+            return Err(GpuError::Input(format!(
+                "download of {} bytes from a {}-byte region",
+                dst.len(),
+                src.bytes()
+            )));
+        }
+        drv(
+            self.ordinal,
+            || "bind context".into(),
+            self.ctx.bind_to_thread(),
+        )?;
+        // SAFETY: src.ptr() is a live device allocation of at least dst.len() bytes; dst
+        // stays borrowed until the synchronize below.
+        let r = unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(dst, src.ptr(), self.compute.cu_stream())
+        };
+        drv(self.ordinal, || format!("download {} bytes", dst.len()), r)?;
+        self.sync_compute()
+    }
+
+    /// Fills a region with zero bytes on the compute stream.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn memset_zero(&self, r: &crate::arena::DevRegion<'_>) -> Result<()> {
+        drv(
+            self.ordinal,
+            || "bind context".into(),
+            self.ctx.bind_to_thread(),
+        )?;
+        // SAFETY: the region is a live device allocation of r.bytes() bytes.
+        let res = unsafe {
+            cudarc::driver::result::memset_d8_async(r.ptr(), 0, r.bytes(), self.compute.cu_stream())
+        };
+        drv(self.ordinal, || "memset".into(), res)
+    }
+}

@@ -1,0 +1,96 @@
+//! [`GpuError`]: every way a call into cuzk-gpu can fail, with the context needed to act
+//! on it (which library, which module, which device). Device errors are values: they fail
+//! the operation, never the process.
+
+use cudarc::driver::DriverError;
+
+/// An error from the GPU layer.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// A CUDA shared library could not be loaded.
+    #[error(
+        "cuda library {lib} not found (searched {searched:?}); install it or add its folder \
+         to LD_LIBRARY_PATH"
+    )]
+    LibraryMissing {
+        /// Library role, e.g. "libcuda (driver)" or "libnvrtc".
+        lib: &'static str,
+        /// File names that were tried.
+        searched: Vec<String>,
+    },
+    /// There is no device with this ordinal.
+    #[error("no CUDA device {ordinal} ({count} present)")]
+    NoDevice {
+        /// Requested ordinal.
+        ordinal: usize,
+        /// Devices the driver reports.
+        count: usize,
+    },
+    /// A driver call failed.
+    #[error("device {ordinal}: {op}: {source}")]
+    Driver {
+        /// Device ordinal.
+        ordinal: usize,
+        /// What was being done, e.g. "launch msm_accumulate_g1".
+        op: String,
+        /// The driver's error.
+        #[source]
+        source: DriverError,
+    },
+    /// NVRTC rejected a kernel module.
+    #[error("nvrtc: compiling {module} for {arch}: {log}")]
+    Compile {
+        /// Kernel module name, e.g. "msm".
+        module: &'static str,
+        /// Target, e.g. "sm_90".
+        arch: String,
+        /// NVRTC's log or result code.
+        log: String,
+    },
+    /// The on-disk kernel cache could not be written.
+    #[error("kernel cache {path}: {source}")]
+    Cache {
+        /// File or folder involved.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The VRAM arena has no room for a request.
+    #[error("vram arena full: asked {asked} bytes, {free} of {size} free")]
+    ArenaFull {
+        /// Bytes requested.
+        asked: usize,
+        /// Bytes left.
+        free: usize,
+        /// Arena size.
+        size: usize,
+    },
+    /// Device self-checks disagreed with the CPU.
+    #[error("{failed} of {total} device checks failed")]
+    CheckFailed {
+        /// Checks that failed.
+        failed: usize,
+        /// Checks run.
+        total: usize,
+    },
+    /// The caller's input is not valid for the operation.
+    #[error("invalid input: {0}")]
+    Input(String),
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = GpuError> = std::result::Result<T, E>;
+
+/// Wraps a driver result with the device and the operation.
+pub(crate) fn drv<T>(
+    ordinal: usize,
+    op: impl FnOnce() -> String,
+    r: std::result::Result<T, DriverError>,
+) -> Result<T> {
+    r.map_err(|source| GpuError::Driver {
+        ordinal,
+        op: op(),
+        source,
+    })
+}
