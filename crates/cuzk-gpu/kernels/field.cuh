@@ -11,8 +11,10 @@
 // one pass of mad.lo.cc/madc.lo.cc and one of mad.hi.cc/madc.hi.cc for a*b[i], and the same
 // for m*p. That is 4N^2 + N 32-bit multiply(-add) instructions per product: 588 for Fp,
 // 264 for Fr (the count `cuzk bench` uses for its fraction of the multiply ceiling).
-// Separate asm statements share the carry flag; this relies on the loops being fully
-// unrolled with no other instruction between them, the same assumption sppark's mont_t makes.
+// Separate asm statements share the carry flag, so every one is `asm volatile`: the
+// compiler then neither reorders them nor deletes one whose output is dead (the low limb
+// of t + m*p is always zero and unused, yet its mad.lo.cc produces the carry the chain
+// needs; without volatile NVVM dropped it and every product was wrong).
 #pragma once
 
 typedef unsigned int u32;
@@ -93,11 +95,11 @@ struct mont_t {
     // r = t - m if t >= m else t, for t < 2m held in N limbs.
     __device__ __forceinline__ static void reduce_once(u32 t[N]) {
         u32 s[N], borrow;
-        asm("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(t[0]), "r"(P::m(0)));
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(s[0]) : "r"(t[0]), "r"(P::m(0)));
 #pragma unroll
         for (int i = 1; i < N; i++)
-            asm("subc.cc.u32 %0, %1, %2;" : "=r"(s[i]) : "r"(t[i]), "r"(P::m(i)));
-        asm("subc.u32 %0, 0, 0;" : "=r"(borrow));
+            asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(s[i]) : "r"(t[i]), "r"(P::m(i)));
+        asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
         // borrow == 0xffffffff when t < m: keep t.
 #pragma unroll
         for (int i = 0; i < N; i++) t[i] = borrow ? t[i] : s[i];
@@ -105,10 +107,10 @@ struct mont_t {
 
     __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
         mont_t r;
-        asm("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
 #pragma unroll
         for (int i = 1; i < N; i++)
-            asm("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
         reduce_once(r.v);
         return r;
     }
@@ -116,16 +118,16 @@ struct mont_t {
     __device__ __forceinline__ friend mont_t operator-(const mont_t& a, const mont_t& b) {
         mont_t r;
         u32 borrow;
-        asm("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
 #pragma unroll
         for (int i = 1; i < N; i++)
-            asm("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
-        asm("subc.u32 %0, 0, 0;" : "=r"(borrow));
+            asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+        asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
         // On borrow add m back (masked), so the result lands in [0, m).
-        asm("add.cc.u32 %0, %0, %1;" : "+r"(r.v[0]) : "r"(P::m(0) & borrow));
+        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.v[0]) : "r"(P::m(0) & borrow));
 #pragma unroll
         for (int i = 1; i < N; i++)
-            asm("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[i]) : "r"(P::m(i) & borrow));
+            asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[i]) : "r"(P::m(i) & borrow));
         return r;
     }
 
@@ -142,30 +144,30 @@ struct mont_t {
         for (int i = 0; i < N; i++) {
             const u32 bi = b.v[i];
             // t += a * b[i]: low halves, then high halves shifted by one limb.
-            asm("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
+            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
 #pragma unroll
             for (int j = 1; j < N; j++)
-                asm("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
-            asm("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            asm("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
+                asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
+            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
 #pragma unroll
             for (int j = 1; j < N; j++)
-                asm("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
-            asm("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+                asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
             // t += m * modulus with m chosen so the low limb cancels.
             const u32 mq = t[0] * P::INV;
-            asm("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(mq), "r"(P::m(0)));
+            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(mq), "r"(P::m(0)));
 #pragma unroll
             for (int j = 1; j < N; j++)
-                asm("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(mq), "r"(P::m(j)));
-            asm("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            asm("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(mq), "r"(P::m(0)));
+                asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(mq), "r"(P::m(j)));
+            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(mq), "r"(P::m(0)));
 #pragma unroll
             for (int j = 1; j < N; j++)
-                asm("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(mq), "r"(P::m(j)));
-            asm("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+                asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(mq), "r"(P::m(j)));
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
             // t[0] is now zero: divide by 2^32.
 #pragma unroll
             for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];

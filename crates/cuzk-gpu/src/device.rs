@@ -163,11 +163,14 @@ impl Device {
         &self.copy
     }
 
-    /// Loads every module now (otherwise each loads on first use).
+    /// Loads every module now (otherwise each loads on first use). Modules missing from
+    /// the disk cache are compiled in parallel first: NVRTC takes tens of seconds for the
+    /// point-arithmetic modules, one thread each.
     ///
     /// # Errors
     /// Compile or load errors.
     pub fn load_all(&self) -> Result<()> {
+        kernels::cubin_all(&self.arch)?;
         for id in KernelId::ALL {
             self.module(id)?;
         }
@@ -323,5 +326,67 @@ impl Device {
             cudarc::driver::result::memset_d8_async(r.ptr(), 0, r.bytes(), self.compute.cu_stream())
         };
         drv(self.ordinal, || "memset".into(), res)
+    }
+}
+
+/// Optional per-phase device timing (set `CUZK_GPU_PROFILE=1`): events recorded on the
+/// compute stream between phases, printed as one JSON line on stderr by [`PhaseTimer::report`].
+/// Off by default because reporting synchronizes the stream.
+pub struct PhaseTimer<'d> {
+    dev: &'d Device,
+    what: String,
+    marks: Vec<(&'static str, CudaEvent)>,
+}
+
+impl<'d> PhaseTimer<'d> {
+    /// A timer for `what` when profiling is on, else `None`.
+    ///
+    /// # Errors
+    /// Driver errors creating the first event.
+    pub fn start(dev: &'d Device, what: impl FnOnce() -> String) -> Result<Option<PhaseTimer<'d>>> {
+        if std::env::var("CUZK_GPU_PROFILE").as_deref() != Ok("1") {
+            return Ok(None);
+        }
+        let mut t = PhaseTimer {
+            dev,
+            what: what(),
+            marks: Vec::new(),
+        };
+        t.mark("start")?;
+        Ok(Some(t))
+    }
+
+    /// Records the end of phase `name`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn mark(&mut self, name: &'static str) -> Result<()> {
+        let ev = self.dev.timing_event()?;
+        self.dev.record(&ev)?;
+        self.marks.push((name, ev));
+        Ok(())
+    }
+
+    /// Waits for the stream and prints `{"profile": what, "phases_ms": {...}}` on stderr.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn report(self) -> Result<()> {
+        self.dev.sync_compute()?;
+        let mut parts = Vec::new();
+        for w in self.marks.windows(2) {
+            let ms = drv(
+                self.dev.ordinal,
+                || "event timing".into(),
+                w[0].1.elapsed_ms(&w[1].1),
+            )?;
+            parts.push(format!("\"{}\":{:.3}", w[1].0, ms));
+        }
+        eprintln!(
+            "{{\"profile\":\"{}\",\"phases_ms\":{{{}}}}}",
+            self.what,
+            parts.join(",")
+        );
+        Ok(())
     }
 }

@@ -234,6 +234,26 @@ pub fn cubin(id: KernelId, arch: &str) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// [`cubin`] for every module, compiling the missing ones in parallel (one thread each).
+///
+/// # Errors
+/// The first compile error.
+pub fn cubin_all(arch: &str) -> Result<()> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = KernelId::ALL
+            .iter()
+            .map(|&id| s.spawn(move || cubin(id, arch).map(|_| ())))
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(GpuError::Input("kernel compile thread panicked".into())),
+            }
+        }
+        Ok(())
+    })
+}
+
 fn write_atomic(dir: &std::path::Path, path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     let io = |source| GpuError::Cache {
         path: path.display().to_string(),

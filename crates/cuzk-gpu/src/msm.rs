@@ -10,7 +10,7 @@ use group::Group as _;
 
 use crate::arena::{DevRegion, Scratch};
 use crate::device::launch;
-use crate::device::Device;
+use crate::device::{Device, PhaseTimer};
 use crate::error::{drv, GpuError, Result};
 use crate::kernels::KernelId;
 use crate::layout::{self, FR_BYTES};
@@ -230,6 +230,13 @@ pub fn msm_enqueue<'s>(
     let part_a = scratch.alloc(part_len)?;
     let part_b = scratch.alloc(part_len)?;
     let out = scratch.alloc(group.jacobian_bytes())?;
+    let mut prof = PhaseTimer::start(dev, || format!("msm {group:?} n={n} c={}", s.c))?;
+    let mut mark = |name: &'static str| -> Result<()> {
+        match prof.as_mut() {
+            Some(p) => p.mark(name),
+            None => Ok(()),
+        }
+    };
     dev.memset_zero(&counts)?;
 
     // SAFETY (every launch! below): the arguments follow each kernel's parameter list in
@@ -246,6 +253,7 @@ pub fn msm_enqueue<'s>(
         &cn,
         &n32
     )?;
+    mark("canonical")?;
     let (c, nwin, cnt) = (s.c, s.nwin, counts.ptr());
     launch!(
         dev,
@@ -258,6 +266,7 @@ pub fn msm_enqueue<'s>(
         &nwin,
         &cnt
     )?;
+    mark("histogram")?;
     let (st, cu) = (starts.ptr(), cursor.ptr());
     let one_block = cudarc::driver::LaunchConfig {
         grid_dim: (1, 1, 1),
@@ -274,6 +283,7 @@ pub fn msm_enqueue<'s>(
         &cu,
         &m32
     )?;
+    mark("scan")?;
     let so = sorted.ptr();
     launch!(
         dev,
@@ -287,6 +297,7 @@ pub fn msm_enqueue<'s>(
         &cu,
         &so
     )?;
+    mark("scatter")?;
     let (bp, ip, bk) = (
         bases.ptr(),
         base_idx.map_or(0u64, |r| r.ptr()),
@@ -304,6 +315,7 @@ pub fn msm_enqueue<'s>(
         &m32,
         &bk
     )?;
+    mark("accumulate")?;
     let (nb, seg, pa) = (s.nb, SEG.min(s.nb), part_a.ptr());
     launch!(
         dev,
@@ -316,6 +328,7 @@ pub fn msm_enqueue<'s>(
         &seg,
         &pa
     )?;
+    mark("segments")?;
     let (mut src, mut dst) = (part_a.ptr(), part_b.ptr());
     let mut len = nseg;
     while len > 1 {
@@ -336,6 +349,7 @@ pub fn msm_enqueue<'s>(
         std::mem::swap(&mut src, &mut dst);
         len = out_len;
     }
+    mark("reduce")?;
     let op = out.ptr();
     let single = cudarc::driver::LaunchConfig {
         grid_dim: (1, 1, 1),
@@ -352,6 +366,10 @@ pub fn msm_enqueue<'s>(
         &c,
         &op
     )?;
+    mark("combine")?;
+    if let Some(p) = prof {
+        p.report()?;
+    }
     Ok(out)
 }
 
