@@ -180,8 +180,11 @@ fn record(
 impl ConstraintSystem<Scalar> for SynthesisCs {
     type Root = Self;
 
+    /// bellperson's contract: `CS::new()` is empty. Circuits that synthesize pieces into
+    /// sub-systems (storage-proofs' `FallbackPoStCircuit::synthesize_extendable`) allocate
+    /// their own temporary ONE first, which [`Self::extend`] drops.
     fn new() -> Self {
-        SynthesisCs::new()
+        SynthesisCs { asg: Assignment::default(), error: None }
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, bellperson::SynthesisError>
