@@ -1,0 +1,125 @@
+//! What the four kinds share once their circuits exist: synthesizing a storage-proofs
+//! circuit into cuzk's `Assignment`, laying partition proofs out in filecoin-proofs' byte
+//! format (192-byte compressed proofs concatenated in partition order, no header), and the
+//! check that filecoin-proofs' compound verifiers run (`CompoundProof::verify`): the bytes
+//! are read back the way `MultiProof::new_from_bytes` reads them and batch-verified with
+//! bellperson against each partition's public inputs.
+//!
+//! Request parsing, circuits and public inputs stay in the kind modules.
+
+use bellperson::groth16::{prepare_verifying_key, verify_proofs_batch};
+use bellperson::Circuit;
+use cuzk_groth16::{Assignment, KindError, Proof, Scalar, VerifyingKey};
+
+/// Bytes of one compressed Groth16 proof (G1 48 ‖ G2 96 ‖ G1 48).
+pub const PROOF_BYTES: usize = 192;
+
+/// Synthesizes `circuit` (partition `partition_idx`) with cuzk's constraint system.
+pub(crate) fn synthesize_circuit<C: Circuit<Scalar>>(
+    circuit: C,
+    partition_idx: usize,
+) -> Result<Assignment, KindError> {
+    cuzk_groth16::synthesize(circuit).map_err(|e| KindError::Synthesis {
+        partition_idx,
+        reason: e.to_string(),
+    })
+}
+
+/// Maps a circuit-construction error from the storage-proofs crates.
+pub(crate) fn circuit_error(partition_idx: usize, err: impl std::fmt::Display) -> KindError {
+    KindError::Synthesis {
+        partition_idx,
+        reason: format!("building the circuit: {err:#}"),
+    }
+}
+
+/// Writes `proofs` in partition order and verifies them against `inputs[k]` (partition k's
+/// public inputs without ONE), returning the bytes.
+pub(crate) fn assemble_and_verify(
+    proofs: &[Proof],
+    inputs: &[Vec<Scalar>],
+    vk: &VerifyingKey,
+) -> Result<Vec<u8>, KindError> {
+    if proofs.len() != inputs.len() {
+        return Err(KindError::Verification {
+            reason: format!(
+                "{} partition proofs for {} partitions",
+                proofs.len(),
+                inputs.len()
+            ),
+        });
+    }
+    let mut bytes = Vec::with_capacity(PROOF_BYTES * proofs.len());
+    for proof in proofs {
+        proof
+            .write(&mut bytes)
+            .map_err(|e| KindError::Other(format!("writing a proof: {e}")))?;
+    }
+    verify_bytes(&bytes, inputs, vk)?;
+    Ok(bytes)
+}
+
+/// Verifies proof bytes in filecoin-proofs' layout against per-partition public inputs.
+///
+/// # Errors
+/// [`KindError::Verification`] when the bytes do not decode or a partition fails.
+pub fn verify_bytes(
+    bytes: &[u8],
+    inputs: &[Vec<Scalar>],
+    vk: &VerifyingKey,
+) -> Result<(), KindError> {
+    if bytes.len() != PROOF_BYTES * inputs.len() {
+        return Err(KindError::Verification {
+            reason: format!(
+                "{} proof bytes for {} partitions (need {})",
+                bytes.len(),
+                inputs.len(),
+                PROOF_BYTES * inputs.len()
+            ),
+        });
+    }
+    // Decompress with subgroup checks, as filecoin-proofs' verifiers do.
+    let decoded = Proof::read_many(bytes, inputs.len()).map_err(|e| KindError::Verification {
+        reason: format!("proof bytes do not decode: {e}"),
+    })?;
+    let refs: Vec<&Proof> = decoded.iter().collect();
+    let pvk = prepare_verifying_key(vk);
+    let ok = verify_proofs_batch(&pvk, &mut rand::rngs::OsRng, &refs, inputs).map_err(|e| {
+        KindError::Verification {
+            reason: format!("verifier error: {e}"),
+        }
+    })?;
+    if ok {
+        Ok(())
+    } else {
+        Err(KindError::Verification {
+            reason: "the batch of partition proofs does not verify against the public inputs"
+                .to_string(),
+        })
+    }
+}
+
+/// Reads a 32-byte field of the request.
+pub(crate) fn bytes32(field: &'static str, value: &[u8]) -> Result<[u8; 32], KindError> {
+    <[u8; 32]>::try_from(value).map_err(|_| KindError::InvalidField {
+        field,
+        reason: format!("must be 32 bytes, got {}", value.len()),
+    })
+}
+
+/// Checks the request's `sector_size` (0 = not given) against the registered proof's.
+pub(crate) fn check_sector_size(
+    req_bytes: u64,
+    registered: crate::SectorSize,
+) -> Result<(), KindError> {
+    if req_bytes != 0 && req_bytes != registered.bytes() {
+        return Err(KindError::InvalidField {
+            field: "sector_size",
+            reason: format!(
+                "{req_bytes} does not match registered_proof's sector size {registered} ({} bytes)",
+                registered.bytes()
+            ),
+        });
+    }
+    Ok(())
+}

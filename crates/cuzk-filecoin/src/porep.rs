@@ -1,0 +1,354 @@
+//! PoRep commit phase 2 (C2): the request carries the C1 wrapper JSON that Lotus' bench
+//! tool writes, `{"SectorNum", "Phase1Out": base64(JSON of filecoin-proofs-api's
+//! SealCommitPhase1Output), "SectorSize"}`. Owns [`PoRepC2`]: the parsed, validated C1
+//! output of one sector whose partition k circuit is `StackedCompound::circuit(.., Some(k))`
+//! and whose public inputs are `StackedCompound::generate_public_inputs(.., Some(k))`, as
+//! filecoin-proofs' `seal_commit_phase2` and `verify_seal` build them.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use cuzk_groth16::{
+    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, VerifyingKey,
+};
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig};
+use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
+use filecoin_proofs_api::RegisteredSealProof;
+use storage_proofs_core::{compound_proof::CompoundProof, proof::ProofScheme};
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg,
+};
+
+use crate::partition::{self, check_sector_size};
+use crate::registry::{circuit_id, FilecoinKind, Registered, SectorSize};
+
+/// The vanilla proofs of one partition (one per challenge).
+type PartitionVanilla<Tree> = Vec<filecoin_proofs::VanillaSealProof<Tree>>;
+type PubInputs<Tree> = stacked::PublicInputs<
+    <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain,
+    DefaultPieceDomain,
+>;
+
+/// The C1 wrapper JSON's fields (Go field names).
+#[derive(serde::Deserialize)]
+struct C1Wrapper {
+    #[serde(rename = "SectorNum")]
+    sector_num: u64,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize")]
+    sector_size: u64,
+}
+
+/// A PoRep C2 request for a sector of shape `Tree`, ready to prove.
+pub struct PoRepC2<Tree: 'static + MerkleTreeTrait> {
+    size: SectorSize,
+    params_file: String,
+    vanilla_params: stacked::PublicParams<Tree>,
+    pub_inputs: PubInputs<Tree>,
+    vanilla_proofs: Vec<PartitionVanilla<Tree>>,
+}
+
+/// What the C1 output says besides the vanilla proofs.
+struct C1Meta {
+    registered: RegisteredSealProof,
+    sector_num: u64,
+    miner_id: u64,
+    comm_r: [u8; 32],
+    comm_d: [u8; 32],
+    seed: [u8; 32],
+    ticket: [u8; 32],
+    replica_id: filecoin_proofs::DefaultTreeDomain,
+}
+
+/// Parses a PoRep C2 request.
+///
+/// # Errors
+/// [`KindError::InvalidField`] naming `registered_proof`, `sector_size`, `sector_number`,
+/// `miner_id`, `vanilla_proof` (the wrapper) or `vanilla_proof.Phase1Out` (the C1 output).
+pub fn parse(req: &ProofRequest) -> Result<Box<dyn PartitionedProof>, KindError> {
+    let Registered::Seal(registered) =
+        Registered::from_abi(FilecoinKind::PoRep, req.registered_proof)?
+    else {
+        return Err(KindError::Other(
+            "registered proof is not a seal proof".into(),
+        ));
+    };
+    let size = Registered::Seal(registered).sector_size();
+    check_sector_size(req.sector_size, size)?;
+    let invalid = |field, reason: String| KindError::InvalidField { field, reason };
+
+    if req.vanilla_proof.is_empty() {
+        return Err(invalid(
+            "vanilla_proof",
+            "empty: expected the C1 wrapper JSON".into(),
+        ));
+    }
+    let wrapper: C1Wrapper = serde_json::from_slice(&req.vanilla_proof).map_err(|e| {
+        invalid(
+            "vanilla_proof",
+            format!("not the C1 wrapper JSON {{SectorNum, Phase1Out, SectorSize}}: {e}"),
+        )
+    })?;
+    if wrapper.sector_size != size.bytes() {
+        return Err(invalid(
+            "vanilla_proof",
+            format!(
+                "SectorSize {} does not match registered_proof {} ({size})",
+                wrapper.sector_size, req.registered_proof
+            ),
+        ));
+    }
+    if req.sector_number != 0 && req.sector_number != wrapper.sector_num {
+        return Err(invalid(
+            "sector_number",
+            format!(
+                "{} but the C1 output is for sector {}",
+                req.sector_number, wrapper.sector_num
+            ),
+        ));
+    }
+    let phase1_json = base64::engine::general_purpose::STANDARD
+        .decode(wrapper.phase1_out.trim())
+        .map_err(|e| invalid("vanilla_proof.Phase1Out", format!("not base64: {e}")))?;
+    let phase1: SealCommitPhase1Output = serde_json::from_slice(&phase1_json).map_err(|e| {
+        invalid(
+            "vanilla_proof.Phase1Out",
+            format!("not a SealCommitPhase1Output JSON: {e}"),
+        )
+    })?;
+
+    let c1_size = Registered::Seal(phase1.registered_proof).sector_size();
+    if c1_size != size {
+        return Err(invalid(
+            "vanilla_proof",
+            format!(
+                "the C1 output is for {c1_size} sectors ({:?}) but registered_proof {} is {size}",
+                phase1.registered_proof, req.registered_proof
+            ),
+        ));
+    }
+    if phase1.registered_proof != registered {
+        return Err(invalid(
+            "registered_proof",
+            format!(
+                "{registered:?} but the C1 output was made with {:?}",
+                phase1.registered_proof
+            ),
+        ));
+    }
+    let meta = C1Meta {
+        registered,
+        sector_num: wrapper.sector_num,
+        miner_id: req.miner_id,
+        comm_r: phase1.comm_r,
+        comm_d: phase1.comm_d,
+        seed: phase1.seed,
+        ticket: phase1.ticket,
+        replica_id: phase1.replica_id,
+    };
+    let wrong_shape = |variant: &str| {
+        invalid(
+            "vanilla_proof.Phase1Out",
+            format!("vanilla proofs are {variant} but registered_proof is {size}"),
+        )
+    };
+    match phase1.vanilla_proofs {
+        VanillaSealProof::StackedDrg2KiBV1(p) if size == SectorSize::S2KiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        VanillaSealProof::StackedDrg8MiBV1(p) if size == SectorSize::S8MiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        VanillaSealProof::StackedDrg512MiBV1(p) if size == SectorSize::S512MiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        VanillaSealProof::StackedDrg32GiBV1(p) if size == SectorSize::S32GiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        VanillaSealProof::StackedDrg64GiBV1(p) if size == SectorSize::S64GiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        other => Err(wrong_shape(match other {
+            VanillaSealProof::StackedDrg2KiBV1(_) => "2KiB",
+            VanillaSealProof::StackedDrg8MiBV1(_) => "8MiB",
+            VanillaSealProof::StackedDrg512MiBV1(_) => "512MiB",
+            VanillaSealProof::StackedDrg32GiBV1(_) => "32GiB",
+            VanillaSealProof::StackedDrg64GiBV1(_) => "64GiB",
+        })),
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PoRepC2<Tree> {
+    fn boxed(
+        meta: C1Meta,
+        proofs: Vec<PartitionVanilla<Tree>>,
+    ) -> Result<Box<dyn PartitionedProof>, KindError> {
+        Ok(Box::new(Self::new(meta, proofs)?))
+    }
+
+    fn new(meta: C1Meta, vanilla_proofs: Vec<PartitionVanilla<Tree>>) -> Result<Self, KindError> {
+        let field = "vanilla_proof.Phase1Out";
+        let invalid = |reason: String| KindError::InvalidField { field, reason };
+        let size = Registered::Seal(meta.registered).sector_size();
+        let porep_config: PoRepConfig = meta.registered.as_v1_config();
+        for (name, value) in [
+            ("comm_r", &meta.comm_r),
+            ("comm_d", &meta.comm_d),
+            ("seed", &meta.seed),
+        ] {
+            if *value == [0u8; 32] {
+                return Err(invalid(format!("{name} is all zero")));
+            }
+        }
+        let comm_r: <Tree::Hasher as Hasher>::Domain =
+            filecoin_proofs::as_safe_commitment(&meta.comm_r, "comm_r")
+                .map_err(|e| invalid(format!("comm_r is not a field element: {e:#}")))?;
+        let comm_d: DefaultPieceDomain =
+            filecoin_proofs::as_safe_commitment(&meta.comm_d, "comm_d")
+                .map_err(|e| invalid(format!("comm_d is not a field element: {e:#}")))?;
+        if meta.miner_id != 0 {
+            let expected = generate_replica_id::<Tree::Hasher, _>(
+                &crate::prover_id(meta.miner_id),
+                meta.sector_num,
+                &meta.ticket,
+                meta.comm_d,
+                &porep_config.porep_id,
+            );
+            if expected.into_bytes() != meta.replica_id.into_bytes() {
+                return Err(KindError::InvalidField {
+                    field: "miner_id",
+                    reason: format!(
+                        "the C1 output's replica_id was not derived from miner {} and sector {}",
+                        meta.miner_id, meta.sector_num
+                    ),
+                });
+            }
+        }
+        let setup = filecoin_proofs::parameters::setup_params(&porep_config)
+            .map_err(|e| KindError::Other(format!("porep setup parameters: {e:#}")))?;
+        let vanilla_params =
+            <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::setup(&setup)
+                .map_err(|e| KindError::Other(format!("porep public parameters: {e:#}")))?;
+
+        let partitions = usize::from(porep_config.partitions);
+        let per_partition = vanilla_params.challenges.num_challenges_per_partition();
+        if vanilla_proofs.len() != partitions {
+            return Err(invalid(format!(
+                "{} partitions of vanilla proofs, {size} PoRep has {partitions}",
+                vanilla_proofs.len()
+            )));
+        }
+        if let Some((k, p)) = vanilla_proofs
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.len() != per_partition)
+        {
+            return Err(invalid(format!(
+                "partition {k} has {} challenge proofs, expected {per_partition}",
+                p.len()
+            )));
+        }
+        // The replica id is already bound by the C1 output; `Tau` names the commitments.
+        let replica_id = <<Tree::Hasher as Hasher>::Domain as Domain>::try_from_bytes(
+            &meta.replica_id.into_bytes(),
+        )
+        .map_err(|e| invalid(format!("replica_id: {e}")))?;
+        let pub_inputs = stacked::PublicInputs {
+            replica_id,
+            tau: Some(stacked::Tau { comm_d, comm_r }),
+            k: None,
+            seed: Some(meta.seed),
+        };
+        // Check the vanilla proofs against comm_r, the seed's challenges and the labels
+        // before any expensive synthesis: C2 itself does not, and a bad C1 would only show
+        // as a failed Groth16 verification at the very end.
+        let ok = crate::guard(field, || {
+            <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::verify_all_partitions(
+                &vanilla_params,
+                &pub_inputs,
+                &vanilla_proofs,
+            )
+        })?
+        .map_err(|e| invalid(format!("vanilla proofs cannot be checked: {e:#}")))?;
+        if !ok {
+            return Err(invalid(
+                "vanilla proofs do not verify against comm_r, comm_d, replica_id and seed".into(),
+            ));
+        }
+        let params_file = crate::params_file_name(FilecoinKind::PoRep, size)?;
+        Ok(PoRepC2 {
+            size,
+            params_file,
+            vanilla_params,
+            pub_inputs,
+            vanilla_proofs,
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for PoRepC2<Tree> {
+    fn circuit_id(&self) -> String {
+        circuit_id(FilecoinKind::PoRep, self.size)
+    }
+
+    fn params_path(&self, param_dir: &Path) -> PathBuf {
+        param_dir.join(&self.params_file)
+    }
+
+    fn num_partitions(&self) -> usize {
+        self.vanilla_proofs.len()
+    }
+
+    fn partition_host_bytes(&self) -> usize {
+        crate::params::CircuitShape::of(FilecoinKind::PoRep, self.size).host_bytes()
+    }
+
+    fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
+        let vanilla = self
+            .vanilla_proofs
+            .get(partition_idx)
+            .ok_or_else(|| partition::circuit_error(partition_idx, "no such partition"))?;
+        let circuit: StackedCircuit<Tree, DefaultPieceHasher> =
+            crate::guard("vanilla_proof.Phase1Out", || {
+                <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                    StackedDrg<'_, Tree, DefaultPieceHasher>,
+                    _,
+                >>::circuit(
+                    &self.pub_inputs,
+                    (),
+                    vanilla,
+                    &self.vanilla_params,
+                    Some(partition_idx),
+                )
+            })?
+            .map_err(|e| partition::circuit_error(partition_idx, e))?;
+        partition::synthesize_circuit(circuit, partition_idx)
+    }
+
+    fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            StackedCircuit<Tree, DefaultPieceHasher>,
+        >>::generate_public_inputs(
+            &self.pub_inputs, &self.vanilla_params, Some(partition_idx)
+        )
+        .map_err(|e| {
+            KindError::Other(format!(
+                "porep public inputs of partition {partition_idx}: {e:#}"
+            ))
+        })
+    }
+
+    fn assemble_and_verify(
+        &self,
+        proofs: &[Proof],
+        vk: &VerifyingKey,
+    ) -> Result<Vec<u8>, KindError> {
+        let inputs = (0..self.num_partitions())
+            .map(|k| self.public_inputs(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        partition::assemble_and_verify(proofs, &inputs, vk)
+    }
+}

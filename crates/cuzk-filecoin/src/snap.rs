@@ -1,0 +1,212 @@
+//! SnapDeals (EmptySectorUpdate): the request carries one bincode-serialized update
+//! `PartitionProof` per partition (what filecoin-proofs-api's `generate_partition_proofs`
+//! returns) and the three commitments `comm_r_old`, `comm_r_new`, `comm_d_new`. Owns
+//! [`SnapDealsProof`]: partition k's circuit is `EmptySectorUpdateCompound::circuit(..,
+//! Some(k))`, its public inputs `generate_public_inputs(.., Some(k))` (k, comm_r_old,
+//! comm_d_new, comm_r_new, h_select), as `generate_empty_sector_update_proof_with_vanilla`
+//! and `verify_empty_sector_update_proof` build them.
+
+use std::path::{Path, PathBuf};
+
+use bincode::Options as _;
+use cuzk_groth16::{
+    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, VerifyingKey,
+};
+use filecoin_hashers::Domain;
+use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait, SectorUpdateConfig};
+use storage_proofs_core::{compound_proof::CompoundProof, proof::ProofScheme};
+use storage_proofs_update::{
+    constants::TreeRHasher, EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound,
+    PartitionProof, PublicInputs, PublicParams,
+};
+
+use crate::partition::{self, bytes32, check_sector_size};
+use crate::registry::{circuit_id, FilecoinKind, Registered, SectorSize};
+
+type TreeRDomain = <TreeRHasher as filecoin_hashers::Hasher>::Domain;
+
+/// A SnapDeals update proof request for sectors of shape `Tree`, ready to prove.
+pub struct SnapDealsProof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    size: SectorSize,
+    params_file: String,
+    pub_params: PublicParams,
+    pub_inputs: PublicInputs,
+    vanilla_proofs: Vec<PartitionProof<Tree>>,
+}
+
+/// Parses a SnapDeals request.
+///
+/// # Errors
+/// [`KindError::InvalidField`] naming `registered_proof`, `sector_size`, `comm_r_old`,
+/// `comm_r_new`, `comm_d_new` or `vanilla_proofs`.
+pub fn parse(req: &ProofRequest) -> Result<Box<dyn PartitionedProof>, KindError> {
+    let reg = Registered::from_abi(FilecoinKind::SnapDeals, req.registered_proof)?;
+    let Registered::Update(registered) = reg else {
+        return Err(KindError::Other(
+            "registered proof is not an update proof".into(),
+        ));
+    };
+    let size = reg.sector_size();
+    check_sector_size(req.sector_size, size)?;
+    let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
+    with_tree!(size, boxed, size, config, req)
+}
+
+fn boxed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    size: SectorSize,
+    config: SectorUpdateConfig,
+    req: &ProofRequest,
+) -> Result<Box<dyn PartitionedProof>, KindError> {
+    Ok(Box::new(SnapDealsProof::<Tree>::new(size, config, req)?))
+}
+
+/// A nonzero 32-byte commitment that is a field element.
+fn commitment<D: Domain>(field: &'static str, value: &[u8]) -> Result<D, KindError> {
+    let bytes = bytes32(field, value)?;
+    if bytes == [0u8; 32] {
+        return Err(KindError::InvalidField {
+            field,
+            reason: "all zero".into(),
+        });
+    }
+    filecoin_proofs::as_safe_commitment(&bytes, field).map_err(|e| KindError::InvalidField {
+        field,
+        reason: format!("not a field element: {e:#}"),
+    })
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapDealsProof<Tree> {
+    fn new(
+        size: SectorSize,
+        config: SectorUpdateConfig,
+        req: &ProofRequest,
+    ) -> Result<Self, KindError> {
+        let invalid = |reason: String| KindError::InvalidField {
+            field: "vanilla_proofs",
+            reason,
+        };
+        let comm_r_old: TreeRDomain = commitment("comm_r_old", &req.comm_r_old)?;
+        let comm_r_new: TreeRDomain = commitment("comm_r_new", &req.comm_r_new)?;
+        let comm_d_new: DefaultPieceDomain = commitment("comm_d_new", &req.comm_d_new)?;
+        let pub_params = PublicParams::from_sector_size(size.bytes());
+        let partitions = usize::from(config.update_partitions);
+        if req.vanilla_proofs.len() != partitions {
+            return Err(invalid(format!(
+                "{} partition proofs, a {size} update has {partitions}",
+                req.vanilla_proofs.len()
+            )));
+        }
+        let mut vanilla_proofs = Vec::with_capacity(partitions);
+        for (k, bytes) in req.vanilla_proofs.iter().enumerate() {
+            let proof: PartitionProof<Tree> = bincode::options()
+                .with_fixint_encoding()
+                .reject_trailing_bytes()
+                .with_limit(bytes.len() as u64 * 4 + 4096)
+                .deserialize(bytes)
+                .map_err(|e| {
+                    invalid(format!(
+                        "entry {k} is not a bincode update PartitionProof of a {size} sector: {e}"
+                    ))
+                })?;
+            if proof.challenge_proofs.len() != pub_params.challenge_count {
+                return Err(invalid(format!(
+                    "entry {k} holds {} challenge proofs, a {size} update partition has {}: \
+                     a vanilla proof of another kind or size?",
+                    proof.challenge_proofs.len(),
+                    pub_params.challenge_count
+                )));
+            }
+            vanilla_proofs.push(proof);
+        }
+        let pub_inputs = PublicInputs {
+            k: partitions,
+            comm_r_old,
+            comm_d_new,
+            comm_r_new,
+            h: config.h,
+        };
+        // Cheap check before synthesis: the vanilla proofs open the three commitments.
+        let ok = crate::guard("vanilla_proofs", || {
+            <EmptySectorUpdate<Tree> as ProofScheme<'_>>::verify_all_partitions(
+                &pub_params,
+                &pub_inputs,
+                &vanilla_proofs,
+            )
+        })?
+        .map_err(|e| invalid(format!("cannot be checked: {e:#}")))?;
+        if !ok {
+            return Err(invalid(
+                "do not verify against comm_r_old, comm_r_new and comm_d_new".into(),
+            ));
+        }
+        let params_file = crate::params_file_name(FilecoinKind::SnapDeals, size)?;
+        Ok(SnapDealsProof {
+            size,
+            params_file,
+            pub_params,
+            pub_inputs,
+            vanilla_proofs,
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedProof
+    for SnapDealsProof<Tree>
+{
+    fn circuit_id(&self) -> String {
+        circuit_id(FilecoinKind::SnapDeals, self.size)
+    }
+
+    fn params_path(&self, param_dir: &Path) -> PathBuf {
+        param_dir.join(&self.params_file)
+    }
+
+    fn num_partitions(&self) -> usize {
+        self.vanilla_proofs.len()
+    }
+
+    fn partition_host_bytes(&self) -> usize {
+        crate::params::CircuitShape::of(FilecoinKind::SnapDeals, self.size).host_bytes()
+    }
+
+    fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
+        let vanilla = self
+            .vanilla_proofs
+            .get(partition_idx)
+            .ok_or_else(|| partition::circuit_error(partition_idx, "no such partition"))?;
+        let circuit: EmptySectorUpdateCircuit<Tree> = crate::guard("vanilla_proofs", || {
+            <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
+                &self.pub_inputs,
+                (),
+                vanilla,
+                &self.pub_params,
+                Some(partition_idx),
+            )
+        })?
+        .map_err(|e| partition::circuit_error(partition_idx, e))?;
+        partition::synthesize_circuit(circuit, partition_idx)
+    }
+
+    fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {
+        <EmptySectorUpdateCompound<Tree> as CompoundProof<
+            EmptySectorUpdate<Tree>,
+            EmptySectorUpdateCircuit<Tree>,
+        >>::generate_public_inputs(&self.pub_inputs, &self.pub_params, Some(partition_idx))
+        .map_err(|e| {
+            KindError::Other(format!(
+                "update public inputs of partition {partition_idx}: {e:#}"
+            ))
+        })
+    }
+
+    fn assemble_and_verify(
+        &self,
+        proofs: &[Proof],
+        vk: &VerifyingKey,
+    ) -> Result<Vec<u8>, KindError> {
+        let inputs = (0..self.num_partitions())
+            .map(|k| self.public_inputs(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        partition::assemble_and_verify(proofs, &inputs, vk)
+    }
+}

@@ -1,0 +1,176 @@
+//! Test inputs without downloads: Groth16 parameters for the Filecoin circuits made with
+//! cuzk's fast generator (**test-only**: the toxic waste is local and discarded, so anyone
+//! holding it could forge proofs; never use these files on a network), and sealed test
+//! sectors with the request payloads of all four kinds (`sector.rs`), checked with
+//! filecoin-proofs' own verifiers (`verify.rs`). Owns [`gen_params`] and [`TestgenError`].
+
+mod sector;
+mod verify;
+
+pub use sector::{gen_sector, hex32, load_sector, SectorManifest, TestSector, C1_FILE, MANIFEST};
+pub use verify::verify_with_filecoin_proofs;
+
+use std::path::{Path, PathBuf};
+
+use bellperson::Circuit;
+use cuzk_groth16::{KindError, Scalar};
+use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
+use storage_proofs_update::{constants::TreeRHasher, EmptySectorUpdate, EmptySectorUpdateCompound};
+
+use crate::registry::{FilecoinKind, Registered, SectorSize};
+
+/// A test input could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum TestgenError {
+    /// A file or folder could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A filecoin-proofs call failed.
+    #[error("filecoin-proofs {step}: {message}")]
+    Filecoin {
+        /// The api function.
+        step: &'static str,
+        /// Its error.
+        message: String,
+    },
+    /// Parameter generation failed.
+    #[error("parameter generation for {circuit_id}: {message}")]
+    Params {
+        /// The circuit id.
+        circuit_id: String,
+        /// The generator's error.
+        message: String,
+    },
+    /// A value could not be encoded or decoded (JSON, hex, an ABI number).
+    #[error("{0}")]
+    Encode(String),
+    /// A kind-level error (parameter naming).
+    #[error(transparent)]
+    Kind(#[from] KindError),
+}
+
+impl TestgenError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> TestgenError {
+        TestgenError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Writes **test-only** Groth16 parameters (`.params` and `.vk`, standard `v28-*` names)
+/// for `kind` at `size` into `dir`, unless the `.params` file is already there; returns
+/// its path. The randomness comes from the OS; nobody keeps the toxic waste, but these
+/// files are still not the production ones and must not be used on a network.
+///
+/// # Errors
+/// [`TestgenError`] naming the file or the generator's failure.
+pub fn gen_params(
+    kind: FilecoinKind,
+    size: SectorSize,
+    dir: &Path,
+) -> Result<PathBuf, TestgenError> {
+    let params = dir.join(crate::params_file_name(kind, size)?);
+    let vk = dir.join(crate::vk_file_name(kind, size)?);
+    if params.is_file() && vk.is_file() {
+        return Ok(params);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| TestgenError::io(dir, e))?;
+    let circuit_id = crate::circuit_id(kind, size);
+    let reg = Registered::from_abi(kind, Registered::default_abi(kind, size))?;
+    let target = Target {
+        circuit_id: &circuit_id,
+        params: &params,
+        vk: &vk,
+    };
+    match reg {
+        Registered::Seal(p) => with_tree!(size, gen_porep, &p.as_v1_config(), &target),
+        Registered::PoSt(p) => with_tree!(size, gen_post, &p.as_v1_config(), &target),
+        Registered::Update(_) => with_tree!(size, gen_update, size, &target),
+    }?;
+    Ok(params)
+}
+
+/// Where one generation writes.
+struct Target<'a> {
+    circuit_id: &'a str,
+    params: &'a Path,
+    vk: &'a Path,
+}
+
+impl Target<'_> {
+    fn fail(&self, message: impl std::fmt::Display) -> TestgenError {
+        TestgenError::Params {
+            circuit_id: self.circuit_id.to_string(),
+            message: message.to_string(),
+        }
+    }
+
+    /// Generates parameters for `blank` and writes both files (params via a temporary
+    /// name, so that a crash never leaves a truncated file under the standard name).
+    fn generate<C: Circuit<Scalar>>(&self, blank: C) -> Result<(), TestgenError> {
+        // A per-process temporary name: two test processes may generate the same file.
+        let tmp = self
+            .params
+            .with_extension(format!("params.partial-{}", std::process::id()));
+        let mut rng = rand::rngs::OsRng;
+        let fbm = cuzk_groth16::paramgen::CpuFixedBase::default();
+        let (vk, _toxic_waste_dropped_here) =
+            cuzk_groth16::paramgen::generate_to_file(blank, &mut rng, &tmp, &fbm)
+                .map_err(|e| self.fail(e))?;
+        let mut vk_bytes = Vec::new();
+        vk.write(&mut vk_bytes).map_err(|e| self.fail(e))?;
+        std::fs::write(self.vk, vk_bytes).map_err(|e| TestgenError::io(self.vk, e))?;
+        std::fs::rename(&tmp, self.params).map_err(|e| TestgenError::io(self.params, e))
+    }
+}
+
+fn gen_porep<Tree: 'static + MerkleTreeTrait>(
+    cfg: &filecoin_proofs::PoRepConfig,
+    target: &Target<'_>,
+) -> Result<(), TestgenError> {
+    let pp = filecoin_proofs::parameters::public_params::<Tree>(cfg)
+        .map_err(|e| target.fail(format!("{e:#}")))?;
+    let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::blank_circuit(&pp);
+    target.generate(blank)
+}
+
+fn gen_post<Tree: 'static + MerkleTreeTrait>(
+    cfg: &filecoin_proofs::PoStConfig,
+    target: &Target<'_>,
+) -> Result<(), TestgenError> {
+    let pp = match cfg.typ {
+        filecoin_proofs::PoStType::Winning => {
+            filecoin_proofs::parameters::winning_post_public_params::<Tree>(cfg)
+        }
+        filecoin_proofs::PoStType::Window => {
+            filecoin_proofs::parameters::window_post_public_params::<Tree>(cfg)
+        }
+    }
+    .map_err(|e| target.fail(format!("{e:#}")))?;
+    let blank =
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(
+            &pp,
+        );
+    target.generate(blank)
+}
+
+fn gen_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    size: SectorSize,
+    target: &Target<'_>,
+) -> Result<(), TestgenError> {
+    let pp = storage_proofs_update::PublicParams::from_sector_size(size.bytes());
+    let blank = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::blank_circuit(&pp);
+    target.generate(blank)
+}
