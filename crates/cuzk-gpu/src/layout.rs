@@ -131,6 +131,17 @@ mod tests {
     }
 
     #[test]
+    fn blst_p1_is_jacobian() {
+        // (X Z^2, Y Z^3, Z) with Z = 2 is the same point as (X, Y, 1): blst_p1 is Jacobian,
+        // which is what to_jacobian in ec.cuh emits.
+        let p = (G1Projective::generator() * Scalar::from(777u64)).to_affine();
+        let two = Fp::ONE.double();
+        let x = p.x() * two.square();
+        let y = p.y() * two.square() * two;
+        assert_eq!(G1Projective::from_raw_unchecked(x, y, two).to_affine(), p);
+    }
+
+    #[test]
     fn infinity_is_all_zero() {
         assert!(as_bytes(&[G1Affine::identity()]).iter().all(|&b| b == 0));
         assert!(as_bytes(&[G2Affine::identity()]).iter().all(|&b| b == 0));

@@ -70,12 +70,18 @@ impl Group {
     }
 }
 
-/// Window size in bits for n points. Larger windows mean fewer bucket additions per point
-/// (one per window) but more buckets to reduce; with one thread per bucket the buckets also
-/// set the parallelism, so small MSMs keep smaller windows.
+/// Window size in bits for n points: 16 (or 8 below 2^12 points), the sizes that divide
+/// 256. With ceil(256 / c) windows of c bits the top window of a 255-bit scalar holds only
+/// 255 mod c random bits, so its few buckets collect n / 2^(255 mod c) points each and the
+/// one thread per bucket serializes them: with c = 11 at 2^16 points the accumulation took
+/// 670 ms instead of ~2 ms (docs/benchmarks.md, cuzk-gpu run 2). With c | 256 every window,
+/// the top one included, spreads its digits over all 2^(c−1) buckets.
 pub fn window_bits(n: usize) -> u32 {
-    let lg = usize::BITS - n.max(1).leading_zeros();
-    lg.saturating_sub(6).clamp(8, 20)
+    if n < (1 << 12) {
+        8
+    } else {
+        16
+    }
 }
 
 /// Buckets of one window are summed in runs of this many by one thread.
@@ -121,8 +127,62 @@ pub fn scratch_bytes(group: Group, n: usize) -> usize {
         + a
         + 2 * s.nwin as usize * s.nseg() as usize * group.xyzz_bytes()
         + 2 * a
-        + group.jacobian_bytes()
+        + 32 * group.jacobian_bytes()
         + a
+}
+
+/// An enqueued MSM: the per-window sums W_w (Jacobian, on the device) of Σ s_i·P_i =
+/// Σ_w 2^(c·w)·W_w. The Horner combination runs on the CPU ([`MsmOut::finish_g1`]): 256
+/// doublings are ~0.1 ms with blst but ~6 ms in one GPU thread.
+#[derive(Clone, Copy, Debug)]
+pub struct MsmOut<'s> {
+    /// nwin Jacobian points.
+    pub windows: DevRegion<'s>,
+    /// Number of windows.
+    pub nwin: u32,
+    /// Window width in bits.
+    pub c: u32,
+}
+
+impl MsmOut<'_> {
+    /// Bytes to download: the window sums.
+    pub fn bytes(&self, group: Group) -> usize {
+        self.nwin as usize * group.jacobian_bytes()
+    }
+
+    /// Σ_w 2^(c·w)·W_w from the downloaded G1 window sums.
+    pub fn finish_g1(c: u32, raw: &[u8]) -> G1Projective {
+        let mut acc = G1Projective::identity();
+        for w in raw.chunks_exact(layout::G1_JACOBIAN_BYTES).rev() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+            acc += layout::g1_from_jacobian(w);
+        }
+        acc
+    }
+
+    /// Σ_w 2^(c·w)·W_w from the downloaded G2 window sums.
+    pub fn finish_g2(c: u32, raw: &[u8]) -> G2Projective {
+        let mut acc = G2Projective::identity();
+        for w in raw.chunks_exact(layout::G2_JACOBIAN_BYTES).rev() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+            acc += layout::g2_from_jacobian(w);
+        }
+        acc
+    }
+
+    /// Downloads the window sums (waits for the compute stream).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn download(&self, dev: &Device, group: Group) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; self.bytes(group)];
+        dev.download(&mut b, &self.windows)?;
+        Ok(b)
+    }
 }
 
 /// Σ scalars[i] · bases[idx(i)] in G1 for i < n, with idx(i) = base_idx[i] when given,
@@ -142,9 +202,7 @@ pub fn msm_g1(
         return Ok(G1Projective::identity());
     }
     let out = msm_enqueue(dev, scratch, Group::G1, bases, base_idx, scalars, n)?;
-    let mut b = vec![0u8; layout::G1_JACOBIAN_BYTES];
-    dev.download(&mut b, &out)?;
-    Ok(layout::g1_from_jacobian(&b))
+    Ok(MsmOut::finish_g1(out.c, &out.download(dev, Group::G1)?))
 }
 
 /// As [`msm_g1`] in G2.
@@ -163,13 +221,11 @@ pub fn msm_g2(
         return Ok(G2Projective::identity());
     }
     let out = msm_enqueue(dev, scratch, Group::G2, bases, base_idx, scalars, n)?;
-    let mut b = vec![0u8; layout::G2_JACOBIAN_BYTES];
-    dev.download(&mut b, &out)?;
-    Ok(layout::g2_from_jacobian(&b))
+    Ok(MsmOut::finish_g2(out.c, &out.download(dev, Group::G2)?))
 }
 
-/// Enqueues an MSM on the compute stream; the Jacobian result lands in the returned region
-/// (nothing waits). n must be at least 1.
+/// Enqueues an MSM on the compute stream; the Jacobian window sums land in the returned
+/// region (nothing waits). n must be at least 1.
 ///
 /// # Errors
 /// As [`msm_g1`].
@@ -181,7 +237,7 @@ pub fn msm_enqueue<'s>(
     base_idx: Option<&DevRegion<'_>>,
     scalars: &DevRegion<'_>,
     n: usize,
-) -> Result<DevRegion<'s>> {
+) -> Result<MsmOut<'s>> {
     if n == 0 || n > (1usize << 31) - 1 {
         return Err(GpuError::Input(format!("msm of {n} points")));
     }
@@ -229,7 +285,7 @@ pub fn msm_enqueue<'s>(
     let part_len = s.nwin as usize * nseg as usize * group.xyzz_bytes();
     let part_a = scratch.alloc(part_len)?;
     let part_b = scratch.alloc(part_len)?;
-    let out = scratch.alloc(group.jacobian_bytes())?;
+    let out = scratch.alloc(s.nwin as usize * group.jacobian_bytes())?;
     let mut prof = PhaseTimer::start(dev, || format!("msm {group:?} n={n} c={}", s.c))?;
     let mut mark = |name: &'static str| -> Result<()> {
         match prof.as_mut() {
@@ -351,26 +407,24 @@ pub fn msm_enqueue<'s>(
     }
     mark("reduce")?;
     let op = out.ptr();
-    let single = cudarc::driver::LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (1, 1, 1),
-        shared_mem_bytes: 0,
-    };
     launch!(
         dev,
         KernelId::Msm,
-        group.kernel("msm_combine")?,
-        single,
+        group.kernel("to_jacobian")?,
+        Device::grid(nwin as u64, 32),
         &src,
-        &nwin,
-        &c,
-        &op
+        &op,
+        &nwin
     )?;
-    mark("combine")?;
+    mark("to_jacobian")?;
     if let Some(p) = prof {
         p.report()?;
     }
-    Ok(out)
+    Ok(MsmOut {
+        windows: out,
+        nwin,
+        c,
+    })
 }
 
 /// Σ scalars[i] · bases[i] in G1 with the bases streamed from host memory in chunks of
@@ -395,10 +449,7 @@ pub fn msm_streamed_g1(
         scalars,
         chunk,
     )?;
-    Ok(raw
-        .chunks_exact(layout::G1_JACOBIAN_BYTES)
-        .map(layout::g1_from_jacobian)
-        .sum())
+    Ok(raw.iter().map(|(c, w)| MsmOut::finish_g1(*c, w)).sum())
 }
 
 /// As [`msm_streamed_g1`] in G2.
@@ -421,10 +472,7 @@ pub fn msm_streamed_g2(
         scalars,
         chunk,
     )?;
-    Ok(raw
-        .chunks_exact(layout::G2_JACOBIAN_BYTES)
-        .map(layout::g2_from_jacobian)
-        .sum())
+    Ok(raw.iter().map(|(c, w)| MsmOut::finish_g2(*c, w)).sum())
 }
 
 fn msm_streamed(
@@ -435,7 +483,7 @@ fn msm_streamed(
     n: usize,
     scalars: &DevRegion<'_>,
     chunk: usize,
-) -> Result<Vec<u8>> {
+) -> Result<Vec<(u32, Vec<u8>)>> {
     if chunk == 0 {
         return Err(GpuError::Input("streaming chunk of 0 points".into()));
     }
@@ -445,7 +493,10 @@ fn msm_streamed(
     }
     let ab = group.affine_bytes();
     let buf = [scratch.alloc(chunk * ab)?, scratch.alloc(chunk * ab)?];
-    let results = scratch.alloc(nchunks * group.jacobian_bytes())?;
+    // Per chunk up to 32 window sums (c = 8 is the narrowest window).
+    let slot_bytes = 32 * group.jacobian_bytes();
+    let results = scratch.alloc(nchunks * slot_bytes)?;
+    let mut shapes = Vec::with_capacity(nchunks);
     // One sub-scratch per chunk would need a reset; the MSM's own buffers for the largest
     // chunk are carved once and reused by every chunk.
     let msm_scratch = scratch.alloc(scratch_bytes(group, chunk))?;
@@ -490,20 +541,26 @@ fn msm_streamed(
         let sub = Scratch::within(&msm_scratch);
         let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
         let out = msm_enqueue(dev, &sub, group, &buf[slot], None, &sc, e - b)?;
-        let dst = results.slice(j * group.jacobian_bytes(), group.jacobian_bytes())?;
-        // SAFETY: both regions are live device memory of jacobian_bytes.
+        let wb = out.bytes(group);
+        let dst = results.slice(j * slot_bytes, wb)?;
+        shapes.push((out.c, wb));
+        // SAFETY: both regions are live device memory of at least wb bytes.
         let r = unsafe {
             cudarc::driver::result::memcpy_dtod_async(
                 dst.ptr(),
-                out.ptr(),
-                group.jacobian_bytes(),
+                out.windows.ptr(),
+                wb,
                 dev.compute_stream().cu_stream(),
             )
         };
         drv(ord, || "copy chunk result".into(), r)?;
         dev.record(&consumed[slot])?;
     }
-    let mut raw = vec![0u8; nchunks * group.jacobian_bytes()];
+    let mut raw = vec![0u8; nchunks * slot_bytes];
     dev.download(&mut raw, &results)?;
-    Ok(raw)
+    Ok(shapes
+        .iter()
+        .enumerate()
+        .map(|(j, &(c, wb))| (c, raw[j * slot_bytes..j * slot_bytes + wb].to_vec()))
+        .collect())
 }
