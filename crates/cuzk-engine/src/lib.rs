@@ -25,6 +25,7 @@ mod state;
 pub mod status;
 pub mod synthetic;
 pub mod timeline;
+pub mod timeline_report;
 pub mod token;
 pub mod types;
 mod workers;

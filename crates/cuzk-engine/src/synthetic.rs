@@ -3,24 +3,24 @@
 //! feature (priorities, budgets, cancellation, multi-partition assembly and batch
 //! verification) can be exercised without Filecoin inputs. Its parameters are generated
 //! with `cuzk_groth16::paramgen` on first use and cached in the param dir as
-//! `cuzk-synthetic-<log_n>.params` (test-only toxic waste).
+//! `cuzk-synthetic-<structure seed>-<log_n>.params` (test-only toxic waste).
 //!
 //! Payload (`vanilla_proof`, 24 bytes, little-endian): the magic `CUZKSYN1`, `log_n: u32`,
 //! `n_partitions: u32`, `seed: u64`. On the wire the kind is `ProofKind::SYNTHETIC` (100).
 //!
-//! Circuit shape (fixed by log_n, values by seed and partition): one public input `out`;
-//! aux `x_0`, then pairs of a boolean constraint `b_i · (1 − b_i) = 0` and a multiplication
-//! `x_i · (x_i + b_i) = x_{i+1}`, and `x_m · 1 = out`. Rows (constraints plus the two
-//! `input · 0 = 0` rows) fill the 2^log_n domain exactly.
+//! Each partition is `cuzk_groth16::synthetic::SyntheticCircuit` (PoRep-shaped densities)
+//! of exactly 2^log_n rows with one fixed structure seed, so parameters depend on log_n
+//! only; the request seed and the partition index choose the witness. Public inputs are
+//! recorded when a partition is synthesized, for the verification at assembly.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
 use cuzk_groth16::{
     Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, VerifyingKey,
 };
-use ff::Field;
+use parking_lot::Mutex;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -32,7 +32,7 @@ pub const MAGIC: &[u8; 8] = b"CUZKSYN1";
 /// Payload length in bytes.
 pub const PAYLOAD_LEN: usize = 24;
 /// Smallest and largest log2 of the domain served.
-pub const LOG_N_RANGE: std::ops::RangeInclusive<u32> = 4..=27;
+pub const LOG_N_RANGE: std::ops::RangeInclusive<u32> = 5..=27;
 /// Most partitions per request.
 pub const MAX_PARTITIONS: u32 = 64;
 
@@ -117,9 +117,11 @@ pub fn register(registry: &mut KindRegistry) {
 }
 
 /// A parsed synthetic request.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct SyntheticProof {
     spec: SyntheticSpec,
+    /// Public inputs (without `ONE`) of each partition synthesized so far.
+    inputs: Mutex<Vec<Option<Vec<Scalar>>>>,
 }
 
 impl SyntheticProof {
@@ -134,9 +136,9 @@ impl SyntheticProof {
                 reason: "must be empty for a synthetic request".into(),
             });
         }
-        Ok(SyntheticProof {
-            spec: SyntheticSpec::decode(&req.vanilla_proof)?,
-        })
+        let spec = SyntheticSpec::decode(&req.vanilla_proof)?;
+        let inputs = Mutex::new(vec![None; spec.n_partitions as usize]);
+        Ok(SyntheticProof { spec, inputs })
     }
 
     /// The request's parameters.
@@ -171,18 +173,25 @@ impl PartitionedProof for SyntheticProof {
     }
 
     fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
-        let circuit =
-            ChainCircuit::with_witness(self.spec.log_n, self.partition_seed(partition_idx));
-        cuzk_groth16::synthesize(circuit).map_err(|e| KindError::Synthesis {
+        let fail = |reason: String| KindError::Synthesis {
             partition_idx,
-            reason: e.to_string(),
-        })
+            reason,
+        };
+        let circuit = circuit(self.spec.log_n, self.partition_seed(partition_idx)).map_err(fail)?;
+        let asg = cuzk_groth16::synthesize(circuit).map_err(|e| fail(e.to_string()))?;
+        if let Some(slot) = self.inputs.lock().get_mut(partition_idx) {
+            *slot = Some(asg.input_assignment.get(1..).unwrap_or_default().to_vec());
+        }
+        Ok(asg)
     }
 
     fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {
-        let circuit =
-            ChainCircuit::with_witness(self.spec.log_n, self.partition_seed(partition_idx));
-        Ok(vec![circuit.output()])
+        if let Some(Some(inputs)) = self.inputs.lock().get(partition_idx) {
+            return Ok(inputs.clone());
+        }
+        // Not synthesized in this process: derive them by synthesizing once.
+        let asg = self.synthesize(partition_idx)?;
+        Ok(asg.input_assignment.get(1..).unwrap_or_default().to_vec())
     }
 
     fn assemble_and_verify(
@@ -226,10 +235,10 @@ impl PartitionedProof for SyntheticProof {
 
 /// The parameters file of `synthetic-<log_n>`.
 pub fn params_file(param_dir: &Path, log_n: u32) -> PathBuf {
-    param_dir.join(format!("cuzk-synthetic-{log_n}.params"))
+    param_dir.join(format!("cuzk-synthetic-{STRUCTURE_SEED:x}-{log_n}.params"))
 }
 
-/// Circuit ids `synthetic-<log_n>` → `cuzk-synthetic-<log_n>.params`, generated on demand.
+/// Circuit ids `synthetic-<log_n>` → `cuzk-synthetic-<seed>-<log_n>.params`, made on demand.
 struct SyntheticParams;
 
 fn parse_circuit_id(circuit_id: &str) -> Option<u32> {
@@ -264,8 +273,9 @@ impl ParamsProvider for SyntheticParams {
             .unwrap_or(0);
         let tmp = path.with_extension(format!("params.tmp{}-{nonce}", std::process::id()));
         let mut rng = ChaCha20Rng::from_entropy();
+        let blank = circuit(log_n, 0).map_err(KindError::Other)?;
         cuzk_groth16::paramgen::generate_to_file(
-            ChainCircuit::blank(log_n),
+            blank,
             &mut rng,
             &tmp,
             &cuzk_groth16::paramgen::CpuFixedBase::default(),
@@ -280,93 +290,15 @@ impl ParamsProvider for SyntheticParams {
     }
 }
 
-/// The synthetic circuit (see the module docs for its shape).
-struct ChainCircuit {
-    log_n: u32,
-    /// Witness seed; `None` for the blank circuit parameters are generated from.
-    seed: Option<u64>,
-}
+/// The structure seed of every synthetic circuit: parameters are per log_n, and requests
+/// differ only in their witness.
+const STRUCTURE_SEED: u64 = 0x6375_7a6b;
 
-impl ChainCircuit {
-    fn blank(log_n: u32) -> Self {
-        ChainCircuit { log_n, seed: None }
-    }
-
-    fn with_witness(log_n: u32, seed: u64) -> Self {
-        ChainCircuit {
-            log_n,
-            seed: Some(seed),
-        }
-    }
-
-    /// Constraints: the domain minus the two `input · 0 = 0` rows (ONE and `out`).
-    fn n_constraints(&self) -> usize {
-        (1usize << self.log_n) - 2
-    }
-
-    /// The witness: x_0 and the bits, or `None` for the blank circuit.
-    fn witness(&self) -> Option<(Scalar, Vec<bool>)> {
-        let seed = self.seed?;
-        let mut rng = ChaCha20Rng::seed_from_u64(seed);
-        let x0 = Scalar::random(&mut rng);
-        let n_bits = (self.n_constraints() - 1).div_ceil(2);
-        let bits = (0..n_bits)
-            .map(|_| rand::Rng::gen::<bool>(&mut rng))
-            .collect();
-        Some((x0, bits))
-    }
-
-    /// The public output x_m (zero for the blank circuit).
-    fn output(&self) -> Scalar {
-        let Some((mut x, bits)) = self.witness() else {
-            return Scalar::ZERO;
-        };
-        let pairs = (self.n_constraints() - 1) / 2;
-        for b in bits.iter().take(pairs) {
-            x *= x + if *b { Scalar::ONE } else { Scalar::ZERO };
-        }
-        x
-    }
-}
-
-impl Circuit<Scalar> for ChainCircuit {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let witness = self.witness();
-        let n = self.n_constraints();
-        let pairs = (n - 1) / 2;
-        let bit = |i: usize| {
-            witness
-                .as_ref()
-                .map(|(_, bits)| if bits[i] { Scalar::ONE } else { Scalar::ZERO })
-        };
-        let mut x_val = witness.as_ref().map(|(x0, _)| *x0);
-        let mut x = cs.alloc(|| "x_0", || x_val.ok_or(SynthesisError::AssignmentMissing))?;
-        for i in 0..pairs {
-            let b_val = bit(i);
-            let b = cs.alloc(|| "b", || b_val.ok_or(SynthesisError::AssignmentMissing))?;
-            // b · (1 − b) = 0
-            cs.enforce(|| "bit", |lc| lc + b, |lc| lc + CS::one() - b, |lc| lc);
-            let next_val = x_val.zip(b_val).map(|(x, b)| x * (x + b));
-            let next = cs.alloc(|| "x", || next_val.ok_or(SynthesisError::AssignmentMissing))?;
-            // x_i · (x_i + b_i) = x_{i+1}
-            cs.enforce(|| "mul", |lc| lc + x, |lc| lc + x + b, |lc| lc + next);
-            x = next;
-            x_val = next_val;
-        }
-        if (n - 1) % 2 == 1 {
-            // One row left over: one more boolean constraint keeps the domain full.
-            let b_val = bit(pairs);
-            let b = cs.alloc(
-                || "b_pad",
-                || b_val.ok_or(SynthesisError::AssignmentMissing),
-            )?;
-            cs.enforce(|| "bit_pad", |lc| lc + b, |lc| lc + CS::one() - b, |lc| lc);
-        }
-        let out = cs.alloc_input(|| "out", || x_val.ok_or(SynthesisError::AssignmentMissing))?;
-        // x_m · 1 = out
-        cs.enforce(|| "out", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + out);
-        Ok(())
-    }
+/// The PoRep-shaped circuit of 2^log_n rows, with the witness of `witness_seed`.
+fn circuit(log_n: u32, witness_seed: u64) -> Result<SyntheticCircuit, String> {
+    SyntheticCircuit::with_log_n(log_n, STRUCTURE_SEED, SyntheticShape::default())
+        .map(|c| c.with_witness_seed(witness_seed))
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -440,25 +372,28 @@ mod tests {
     }
 
     #[test]
-    fn circuit_fills_the_domain_and_matches_its_output() {
-        for log_n in [4, 5, 8] {
-            let proof = SyntheticProof {
-                spec: SyntheticSpec {
-                    log_n,
-                    n_partitions: 2,
-                    seed: 7,
-                },
+    fn partitions_fill_the_domain_and_record_their_inputs() {
+        for log_n in [5, 8] {
+            let spec = SyntheticSpec {
+                log_n,
+                n_partitions: 2,
+                seed: 7,
             };
+            let proof = SyntheticProof::parse(&request(spec.encode())).expect("parse");
+            let fresh = SyntheticProof::parse(&request(spec.encode())).expect("parse");
             let asg = proof.synthesize(1).expect("synthesis");
             assert_eq!(asg.n_rows(), 1 << log_n);
+            let inputs = proof.public_inputs(1).expect("inputs");
+            assert_eq!(asg.input_assignment[1..], inputs[..]);
             assert_eq!(
-                asg.input_assignment[1..],
-                proof.public_inputs(1).expect("inputs")[..]
+                fresh.public_inputs(1).expect("inputs"),
+                inputs,
+                "deterministic in the seed"
             );
             let other = proof.synthesize(0).expect("synthesis");
             assert_ne!(
-                other.input_assignment[1], asg.input_assignment[1],
-                "partitions differ"
+                other.aux_assignment, asg.aux_assignment,
+                "partitions have their own witness"
             );
         }
     }

@@ -1,0 +1,239 @@
+//! [`DaemonConfig`]: the `cuzk.toml` file format (serde), its defaults, and its mapping to
+//! the engine's [`EngineConfig`]. Every key is optional; `cuzk.example.toml` at the repo
+//! root documents each one with its default. Also parses listen addresses.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cuzk_engine::EngineConfig;
+use serde::{Deserialize, Serialize};
+
+/// The daemon's config file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// gRPC listen address: `unix:///path.sock` or `HOST:PORT`.
+    pub listen: String,
+    /// HTTP `/metrics` and `/status` listen address `HOST:PORT`; empty disables it.
+    pub http_listen: String,
+    /// Seconds to let accepted jobs finish on SIGINT/SIGTERM before failing them.
+    pub drain_timeout_secs: u64,
+    /// Engine settings.
+    pub engine: EngineSection,
+}
+
+/// The `[engine]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSection {
+    /// Parameter files directory.
+    pub param_dir: PathBuf,
+    /// Partitions synthesized at once.
+    pub synthesis_workers: usize,
+    /// Synthesized partitions that may wait for a prover.
+    pub handoff_depth: usize,
+    /// Prove workers per GPU.
+    pub gpu_workers_per_device: usize,
+    /// Prove workers on the CPU backend when there is no GPU.
+    pub cpu_workers: usize,
+    /// Host memory budget for partitions in flight, bytes.
+    pub host_memory_budget_bytes: u64,
+    /// Resident SRS budget, bytes.
+    pub srs_budget_bytes: u64,
+    /// Check SRS points' curve and subgroup membership on load.
+    pub srs_check_points: bool,
+    /// Seconds finished results are kept.
+    pub result_retention_secs: u64,
+    /// Finished results kept at most.
+    pub result_retention_count: usize,
+    /// Timeline events kept.
+    pub timeline_capacity: usize,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            listen: "unix:///tmp/cuzk.sock".into(),
+            http_listen: "127.0.0.1:9821".into(),
+            drain_timeout_secs: 60,
+            engine: EngineSection::default(),
+        }
+    }
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        let e = EngineConfig::default();
+        EngineSection {
+            param_dir: e.param_dir,
+            synthesis_workers: e.synthesis_workers,
+            handoff_depth: e.handoff_depth,
+            gpu_workers_per_device: e.gpu_workers_per_device,
+            cpu_workers: e.cpu_workers,
+            host_memory_budget_bytes: e.host_memory_budget_bytes,
+            srs_budget_bytes: e.srs_budget_bytes,
+            srs_check_points: e.srs_check_points,
+            result_retention_secs: e.result_retention.as_secs(),
+            result_retention_count: e.result_retention_count,
+            timeline_capacity: e.timeline_capacity,
+        }
+    }
+}
+
+/// A config file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this format.
+    #[error("parsing {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (names the key).
+        message: String,
+    },
+    /// A listen address is malformed.
+    #[error("invalid listen address {addr:?}: {reason}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl DaemonConfig {
+    /// Reads a config file; missing keys take their defaults.
+    ///
+    /// # Errors
+    /// [`ConfigError::Read`] or [`ConfigError::Parse`] naming the file (and the key).
+    pub fn load(path: &std::path::Path) -> Result<DaemonConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        DaemonConfig::parse(&text).map_err(|message| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message,
+        })
+    }
+
+    /// Parses TOML text.
+    ///
+    /// # Errors
+    /// The parser's message.
+    pub fn parse(text: &str) -> Result<DaemonConfig, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The effective config as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
+    }
+
+    /// The engine's part.
+    pub fn engine_config(&self) -> EngineConfig {
+        let e = &self.engine;
+        EngineConfig {
+            param_dir: e.param_dir.clone(),
+            synthesis_workers: e.synthesis_workers,
+            handoff_depth: e.handoff_depth,
+            gpu_workers_per_device: e.gpu_workers_per_device,
+            cpu_workers: e.cpu_workers,
+            host_memory_budget_bytes: e.host_memory_budget_bytes,
+            srs_budget_bytes: e.srs_budget_bytes,
+            srs_check_points: e.srs_check_points,
+            result_retention: Duration::from_secs(e.result_retention_secs),
+            result_retention_count: e.result_retention_count,
+            timeline_capacity: e.timeline_capacity,
+        }
+    }
+}
+
+/// Where to listen or connect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenAddr {
+    /// A unix socket path.
+    Unix(PathBuf),
+    /// A TCP `HOST:PORT`.
+    Tcp(String),
+}
+
+impl ListenAddr {
+    /// Parses `unix:///path`, `unix:path`, `tcp://HOST:PORT`, `http://HOST:PORT` or `HOST:PORT`.
+    ///
+    /// # Errors
+    /// [`ConfigError::Listen`].
+    pub fn parse(addr: &str) -> Result<ListenAddr, ConfigError> {
+        let bad = |reason: &str| ConfigError::Listen {
+            addr: addr.to_string(),
+            reason: reason.to_string(),
+        };
+        if let Some(path) = addr
+            .strip_prefix("unix://")
+            .or_else(|| addr.strip_prefix("unix:"))
+        {
+            if path.is_empty() {
+                return Err(bad("empty socket path"));
+            }
+            return Ok(ListenAddr::Unix(PathBuf::from(path)));
+        }
+        let hostport = addr
+            .strip_prefix("tcp://")
+            .or_else(|| addr.strip_prefix("http://"))
+            .unwrap_or(addr);
+        match hostport.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                Ok(ListenAddr::Tcp(hostport.to_string()))
+            }
+            _ => Err(bad("expected unix:///path.sock or HOST:PORT")),
+        }
+    }
+}
+
+impl std::fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenAddr::Unix(p) => write!(f, "unix://{}", p.display()),
+            ListenAddr::Tcp(a) => f.write_str(a),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_through_toml() {
+        let cfg = DaemonConfig::default();
+        assert_eq!(DaemonConfig::parse(&cfg.to_toml()), Ok(cfg));
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = DaemonConfig::parse("[engine]\nsynthesis_wrokers = 3\n").unwrap_err();
+        assert!(err.contains("synthesis_wrokers"), "{err}");
+    }
+
+    #[test]
+    fn listen_addresses_parse() {
+        assert_eq!(
+            ListenAddr::parse("unix:///run/c.sock").ok(),
+            Some(ListenAddr::Unix("/run/c.sock".into()))
+        );
+        assert_eq!(
+            ListenAddr::parse("127.0.0.1:9000").ok(),
+            Some(ListenAddr::Tcp("127.0.0.1:9000".into()))
+        );
+        assert!(ListenAddr::parse("nonsense").is_err());
+        assert!(ListenAddr::parse("unix://").is_err());
+    }
+}

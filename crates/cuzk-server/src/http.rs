@@ -1,0 +1,75 @@
+//! HTTP front end with axum: `GET /metrics` (Prometheus text exposition 0.0.4) and
+//! `GET /status` (the engine status as JSON, built here by hand: engine types do not
+//! derive `Serialize`).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use cuzk_engine::{Engine, EngineStatus, SrsTier};
+use serde_json::{json, Value};
+
+/// The router serving `/metrics` and `/status`.
+pub fn router(engine: Arc<Engine>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/status", get(status))
+        .with_state(engine)
+}
+
+async fn metrics(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        engine.metrics_text(),
+    )
+}
+
+async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
+    axum::Json(status_json(&engine.status()))
+}
+
+/// The status snapshot as JSON.
+pub fn status_json(s: &EngineStatus) -> Value {
+    json!({
+        "uptime_seconds": s.uptime.as_secs(),
+        "accepting": s.accepting,
+        "active_jobs": s.active_jobs,
+        "retained_results": s.retained_results,
+        "total_proofs_completed": s.total_completed,
+        "total_proofs_failed": s.total_failed,
+        "total_proofs_cancelled": s.total_cancelled,
+        "memory_reserved_bytes": s.memory_reserved_bytes,
+        "memory_limit_bytes": s.memory_limit_bytes,
+        "devices": s.devices.iter().map(|d| json!({
+            "name": d.name,
+            "hardware": d.hardware,
+            "is_gpu": d.is_gpu,
+            "ordinal": d.ordinal,
+            "vram_total_bytes": d.vram_total_bytes,
+            "workers": d.workers,
+            "busy_seconds": d.busy.as_secs_f64(),
+            "current_job_id": d.current_job_id,
+            "current_proof_kind": d.current_kind.map(|k| k.as_str()),
+        })).collect::<Vec<_>>(),
+        "srs": s.srs.iter().map(|e| json!({
+            "circuit_id": e.circuit_id,
+            "tier": match e.tier { SrsTier::Vram => "vram", SrsTier::Host => "host", SrsTier::Disk => "disk" },
+            "size_bytes": e.size_bytes,
+            "ref_count": e.ref_count,
+            "path": e.path.display().to_string(),
+            "load_time_ms": e.load_time.as_millis() as u64,
+        })).collect::<Vec<_>>(),
+        "queues": s.queues.iter().map(|q| json!({
+            "proof_kind": q.kind.as_str(),
+            "pending": q.pending,
+            "in_progress": q.in_progress,
+        })).collect::<Vec<_>>(),
+        "queued_partitions_by_priority": s.queued_by_priority.iter()
+            .map(|(p, n)| (p.as_str().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "partitions_by_stage": s.partitions_by_stage.iter()
+            .map(|(stage, n)| (stage.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+    })
+}
