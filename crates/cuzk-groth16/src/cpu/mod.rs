@@ -16,9 +16,14 @@ use crate::{Assignment, Srs};
 use h::HPlan;
 use msm::{msm_g1, msm_g2, ScalarSplit};
 
+/// Largest domain whose [`HPlan`] is kept between proofs: a plan holds 2n scalars
+/// (64 MiB at 2^20, but 8 GiB at 2^27), and building one costs ~3% of the seven
+/// transforms, so large plans are rebuilt per proof rather than pinned in memory.
+const MAX_CACHED_LG: u32 = 20;
+
 /// Computes a partition's H and MSM sums on the CPU. Keeps one [`HPlan`] per domain size
-/// it has seen (twiddles and coset table: 2n scalars), so repeated proofs of one circuit
-/// shape pay for them once.
+/// up to 2^20 it has seen (twiddles and coset table), so repeated proofs of one small
+/// circuit shape pay for them once.
 #[derive(Debug, Default)]
 pub struct CpuBackend {
     plans: Mutex<HashMap<u32, Arc<HPlan>>>,
@@ -30,17 +35,25 @@ impl CpuBackend {
         Self::default()
     }
 
-    /// The plan for 2^lg_n, built on first use.
+    /// The plan for 2^lg_n, built on first use (and cached when small).
     fn plan(&self, lg_n: u32) -> Result<Arc<HPlan>, BackendError> {
+        let build = || {
+            HPlan::new(lg_n)
+                .map(Arc::new)
+                .map_err(|e| BackendError::Mismatch {
+                    what: e.to_string(),
+                })
+        };
+        if lg_n > MAX_CACHED_LG {
+            return build();
+        }
         // A poisoned lock only means another prove panicked while inserting: the map
         // itself is still a valid cache.
         let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = plans.get(&lg_n) {
             return Ok(p.clone());
         }
-        let plan = Arc::new(HPlan::new(lg_n).map_err(|e| BackendError::Mismatch {
-            what: e.to_string(),
-        })?);
+        let plan = build()?;
         plans.insert(lg_n, plan.clone());
         Ok(plan)
     }

@@ -87,7 +87,11 @@ impl Circuit<Scalar> for TestCircuit {
         }
         // Late inputs are allocated evenly among the constraints.
         let n_late = self.n_inputs - n_early;
-        let late_every = self.n_constraints.checked_div(n_late).unwrap_or(usize::MAX).max(1);
+        let late_every = self
+            .n_constraints
+            .checked_div(n_late)
+            .unwrap_or(usize::MAX)
+            .max(1);
         let mut next_late = n_early;
         // Recent variables with their values, operands of later constraints.
         let mut vars: Vec<(Variable, Scalar)> = vec![(CS::one(), Scalar::ONE)];
