@@ -5,7 +5,11 @@
 //! A Filecoin witness is mostly bits, so per query: scalars equal to 0 are skipped,
 //! scalars equal to 1 are summed by plain addition (blst's `blst_p1s_add`, batched affine
 //! additions sharing one inversion), and only the rest go to blst's Pippenger
-//! (`MultiPoint::mult`, multi-threaded on blst's own pool). The blst types are reached
+//! (`MultiPoint::mult`, multi-threaded on blst's own pool). blstrs' `multi_exp` runs the
+//! same Pippenger but takes projective points and converts them to affine first: on 2^16
+//! random G1 points and scalars, 2 cores pinned, the two took 337 ms and 350 ms (medians
+//! of 3, same result), so we call blst on the SRS's affine points directly and skip the
+//! projective copy (twice the memory). The blst types are reached
 //! through blstrs' `AsRef` (affine in) and raw coordinates (projective out), so no
 //! `unsafe` is needed here.
 
