@@ -1,0 +1,130 @@
+//! End to end at 2 KiB, one test per kind: test parameters from cuzk's generator, a sector
+//! sealed with filecoin-proofs, every partition synthesized and proved on the CPU with
+//! cuzk's prover through the kind's `PartitionedProof`, and the bytes checked by
+//! filecoin-proofs' own top-level verifier. A tampered proof and mismatched public values
+//! must be rejected. See: #6.
+//!
+//! WindowPoSt and WinningPoSt have no miner-id check: the prover id enters neither
+//! circuit's public inputs (storage-proofs-post uses it only to pick WinningPoSt's
+//! sectors), so filecoin-proofs accepts such a proof under any miner id.
+
+mod common;
+
+use cuzk_filecoin::testgen::{verify_with_filecoin_proofs, SectorManifest};
+use cuzk_filecoin::{parse, FilecoinKind};
+
+/// Rejected = the verifier says false or refuses the input.
+fn rejected(kind: FilecoinKind, m: &SectorManifest, proof: &[u8]) -> bool {
+    !matches!(verify_with_filecoin_proofs(kind, m, proof), Ok(true))
+}
+
+fn flip_hex(hex: &str) -> String {
+    let mut b = cuzk_filecoin::testgen::hex32(hex).expect("hex");
+    b[0] ^= 1;
+    ::hex::encode(b)
+}
+
+fn prove_and_check(kind: FilecoinKind) -> (SectorManifest, Vec<u8>) {
+    let sector = common::sector_2k();
+    common::params_2k(kind);
+    let proof = parse(kind, &sector.request(kind).expect("request")).expect("parse");
+    let bytes = common::prove_cpu(kind, proof.as_ref());
+    assert_eq!(bytes.len(), 192 * proof.num_partitions());
+    let m = sector.manifest;
+    assert_eq!(
+        verify_with_filecoin_proofs(kind, &m, &bytes).expect("verifier runs"),
+        true,
+        "{kind}"
+    );
+
+    let mut tampered = bytes.clone();
+    tampered[100] ^= 0x01; // inside B (G2)
+    assert!(
+        rejected(kind, &m, &tampered),
+        "{kind}: tampered proof accepted"
+    );
+    let mut swapped = bytes.clone();
+    swapped[..48].copy_from_slice(&bytes[144..192]); // A := C, a valid point
+    assert!(
+        rejected(kind, &m, &swapped),
+        "{kind}: proof with A replaced accepted"
+    );
+    (m, bytes)
+}
+
+#[test]
+fn porep_c2_2k_verifies_with_filecoin_proofs() {
+    let kind = FilecoinKind::PoRep;
+    let (m, bytes) = prove_and_check(kind);
+    let wrong = |f: &dyn Fn(&mut SectorManifest)| {
+        let mut w = m.clone();
+        f(&mut w);
+        rejected(kind, &w, &bytes)
+    };
+    assert!(
+        wrong(&|w| w.comm_r = flip_hex(&w.comm_r)),
+        "wrong comm_r accepted"
+    );
+    assert!(
+        wrong(&|w| w.comm_d = flip_hex(&w.comm_d)),
+        "wrong comm_d accepted"
+    );
+    assert!(
+        wrong(&|w| w.seed = flip_hex(&w.seed)),
+        "wrong seed accepted"
+    );
+    assert!(
+        wrong(&|w| w.ticket = flip_hex(&w.ticket)),
+        "wrong ticket accepted"
+    );
+    assert!(wrong(&|w| w.miner_id += 1), "wrong miner id accepted");
+    assert!(
+        wrong(&|w| w.sector_number += 1),
+        "wrong sector number accepted"
+    );
+}
+
+#[test]
+fn winning_post_2k_verifies_with_filecoin_proofs() {
+    let kind = FilecoinKind::WinningPoSt;
+    let (m, bytes) = prove_and_check(kind);
+    let mut w = m.clone();
+    w.randomness = flip_hex(&w.randomness);
+    assert!(rejected(kind, &w, &bytes), "wrong randomness accepted");
+    let mut w = m.clone();
+    w.comm_r = flip_hex(&w.comm_r);
+    assert!(rejected(kind, &w, &bytes), "wrong comm_r accepted");
+    let mut w = m;
+    w.sector_number += 1;
+    assert!(rejected(kind, &w, &bytes), "wrong sector accepted");
+}
+
+#[test]
+fn window_post_2k_verifies_with_filecoin_proofs() {
+    let kind = FilecoinKind::WindowPoSt;
+    let (m, bytes) = prove_and_check(kind);
+    let mut w = m.clone();
+    w.randomness = flip_hex(&w.randomness);
+    assert!(rejected(kind, &w, &bytes), "wrong randomness accepted");
+    let mut w = m;
+    w.comm_r = flip_hex(&w.comm_r);
+    assert!(rejected(kind, &w, &bytes), "wrong comm_r accepted");
+}
+
+#[test]
+fn snap_deals_2k_verifies_with_filecoin_proofs() {
+    let kind = FilecoinKind::SnapDeals;
+    let (m, bytes) = prove_and_check(kind);
+    for (name, f) in [
+        (
+            "comm_r_old",
+            (|w: &mut SectorManifest| w.comm_r = flip_hex(&w.comm_r)) as fn(&mut SectorManifest),
+        ),
+        ("comm_r_new", |w| w.comm_r_new = flip_hex(&w.comm_r_new)),
+        ("comm_d_new", |w| w.comm_d_new = flip_hex(&w.comm_d_new)),
+    ] {
+        let mut w = m.clone();
+        f(&mut w);
+        assert!(rejected(kind, &w, &bytes), "wrong {name} accepted");
+    }
+}
