@@ -31,3 +31,6 @@ step ntt_coset 60 ntt --coset --runs 5 27
 export CUZK_GPU_PROFILE=1
 step msm_g1 150 msm g1 --resident --runs 5 $G1_SIZES
 step msm_g2 150 msm g2 --resident --runs 5 $G2_SIZES
+unset CUZK_GPU_PROFILE
+# The GPU backend (issue #4 start) against the CPU backend on synthetic circuits.
+step backend 240 backend --seed 7 10 16

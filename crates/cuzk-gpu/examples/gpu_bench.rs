@@ -4,6 +4,7 @@
 //! ```text
 //! gpu_bench msm g1|g2 [--resident] [--check] [--runs N] [--seed S] LOG_N...
 //! gpu_bench ntt [--coset] [--check] [--check-max-lg K] [--runs N] [--seed S] LOG_N...
+//! gpu_bench backend LOG_N...  # GPU backend vs CPU backend on a synthetic circuit
 //! gpu_bench compile ARCH...    # fill the NVRTC disk cache (no GPU needed), e.g. sm_90
 //! ```
 //! Output is the same JSON lines as `cuzk bench msm` / `cuzk bench ntt`.
@@ -69,6 +70,26 @@ fn run(args: &[String]) -> Result<(), String> {
             seed,
             device: 0,
         }),
+        "backend" => {
+            let dev = cuzk_gpu::Device::open(0).map_err(|e| e.to_string())?;
+            let seed = seed.unwrap_or(7);
+            let mut failed = 0;
+            for lg in log_n {
+                for r in
+                    cuzk_gpu::check::check_backend(&dev, lg, seed).map_err(|e| e.to_string())?
+                {
+                    failed += usize::from(!r.ok);
+                    println!(
+                        "{{\"check\":\"{}\",\"ok\":{},\"detail\":\"{}\"}}",
+                        r.name, r.ok, r.detail
+                    );
+                }
+            }
+            if failed > 0 {
+                return Err(format!("{failed} backend checks failed"));
+            }
+            Ok(())
+        }
         "ntt" => run_ntt(&NttBench {
             log_n,
             coset,

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 pub mod arena;
+pub mod backend;
 pub mod bench;
 pub mod check;
 pub mod classify;
@@ -20,6 +21,7 @@ pub mod pinned;
 pub mod testdata;
 
 pub use arena::{DevRegion, Scratch, VramArena};
+pub use backend::GpuBackend;
 pub use device::{device_count, driver_available, Device};
 pub use error::{GpuError, Result};
 pub use fixed_base::GpuFixedBase;
