@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_groth16::{Assignment, Backend, BackendError, Density, MsmOutputs, ProveReport, Srs};
-use ff::Field;
+use ff::{Field, PrimeField};
+use group::Group as _;
 use parking_lot::Mutex;
 
 use crate::arena::{DevRegion, Scratch, VramArena};

@@ -469,3 +469,36 @@ pub fn check_backend(dev: &Arc<Device>, lg_n: u32, seed: u64) -> Result<Vec<Chec
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_groth16::cpu::ntt::Domain;
+
+    /// The device checks' NTT oracle equals cuzk-groth16's CPU NTT (fft, ifft, coset_fft,
+    /// icoset_fft), so device results that match the oracle match the CPU backend.
+    #[test]
+    fn reference_matches_cpu_backend_ntt() {
+        for lg in 1..=10u32 {
+            let d = Domain::new(lg).expect("domain");
+            let x = random_scalars(1 << lg, 42 + lg as u64);
+            for (direction, coset) in [
+                (Direction::Forward, false),
+                (Direction::Inverse, false),
+                (Direction::Forward, true),
+                (Direction::Inverse, true),
+            ] {
+                let ours = ntt_reference(&x, NttOptions::natural(direction, coset));
+                let mut theirs = x.clone();
+                match (direction, coset) {
+                    (Direction::Forward, false) => d.fft(&mut theirs),
+                    (Direction::Inverse, false) => d.ifft(&mut theirs),
+                    (Direction::Forward, true) => d.coset_fft(&mut theirs),
+                    (Direction::Inverse, true) => d.icoset_fft(&mut theirs),
+                }
+                .expect("cpu ntt");
+                assert_eq!(ours, theirs, "2^{lg} {direction:?} coset={coset}");
+            }
+        }
+    }
+}
