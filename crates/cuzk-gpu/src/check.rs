@@ -467,6 +467,33 @@ pub fn check_backend(dev: &Arc<Device>, lg_n: u32, seed: u64) -> Result<Vec<Chec
     if let Some(last) = out.last_mut() {
         last.detail = format!("seed {seed}: {}", stages.join(" "));
     }
+
+    // A whole proof through the GPU backend must verify with bellperson's verifier, and a
+    // second (warm) compute on each backend gives the comparable times.
+    let r = cuzk_groth16::Scalar::from(seed.wrapping_add(11));
+    let s = cuzk_groth16::Scalar::from(seed.wrapping_add(13));
+    let (proof, _) =
+        cuzk_groth16::prove(&asg, &srs, r, s, &gpu_backend).map_err(|e| bad(e.to_string()))?;
+    let verified = cuzk_groth16::verify(&srs.vk, &proof, &asg.input_assignment[1..])
+        .map_err(|e| bad(e.to_string()))?;
+    out.push(outcome(
+        format!("backend proof verifies 2^{lg_n}"),
+        verified,
+        seed,
+        "gpu proof rejected by bellperson's verifier",
+    ));
+    let timed = |b: &dyn Backend| -> Result<f64> {
+        let t0 = std::time::Instant::now();
+        b.compute(&asg, &srs, &mut ProveReport::default())
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(t0.elapsed().as_secs_f64() * 1e3)
+    };
+    let gpu_ms = timed(&gpu_backend)?;
+    let cpu_ms = timed(&CpuBackend::new())?;
+    out.push(outcome(format!("backend warm times 2^{lg_n}"), true, seed, ""));
+    if let Some(last) = out.last_mut() {
+        last.detail = format!("gpu_compute_ms {gpu_ms:.1} cpu_compute_ms {cpu_ms:.1}");
+    }
     Ok(out)
 }
 
