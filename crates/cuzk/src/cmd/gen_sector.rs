@@ -1,10 +1,52 @@
-//! `cuzk gen_sector` (owner fills this in).
+//! `cuzk gen sector`: seals a small test sector with filecoin-proofs and writes the request
+//! payloads a client would send for PoRep C2, WinningPoSt, WindowPoSt and SnapDeals, with
+//! a manifest of the public values (see `cuzk_filecoin::testgen`).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use cuzk_filecoin::{testgen, SectorSize};
+
+const AFTER_HELP: &str = "\
+Files written under --out:
+  sector.json             manifest: sizes, ABI registered-proof numbers, miner id, sector number,
+                          comm_r, comm_d, ticket, seed, PoSt randomness, comm_r_new, comm_d_new (hex)
+  c1.json                 PoRep C2 payload: {\"SectorNum\",\"Phase1Out\" (base64 C1 JSON),\"SectorSize\"}
+  winning-vanilla-<i>.bin WinningPoSt payload: one bincode FallbackPoStSectorProof per sector
+  window-vanilla-<i>.bin  WindowPoSt payload (partition 0): one bincode FallbackPoStSectorProof per sector
+  snap-vanilla-<k>.bin    SnapDeals payload: one bincode update PartitionProof per partition
+  work/                   sealed and updated replicas with their caches (only needed to make more proofs)
+
+The SDR parent cache goes to $FIL_PROOFS_PARENT_CACHE (default /var/tmp/filecoin-parents).";
 
 /// Flags of this subcommand.
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB (sealing 32/64 GiB takes hours).
+    #[arg(long, default_value = "2KiB")]
+    pub sector_size: String,
+    /// Output folder (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed for the ticket, PoRep seed, PoSt randomness and update data.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
 
 /// Runs the subcommand.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let size = SectorSize::parse(&args.sector_size).map_err(anyhow::Error::msg)?;
+    let t = Instant::now();
+    let m = testgen::gen_sector(size, &args.out, args.seed)
+        .with_context(|| format!("sealing a {size} test sector into {}", args.out.display()))?;
+    tracing::info!(
+        ms = t.elapsed().as_millis() as u64,
+        comm_r = %m.comm_r,
+        snap_partitions = m.snap_vanilla,
+        "test sector written"
+    );
+    println!("{}", args.out.join(testgen::MANIFEST).display());
+    Ok(())
 }
