@@ -66,8 +66,12 @@ pub struct SyntheticCircuit {
     pub n_constraints: usize,
     /// Public inputs including `ONE`.
     pub n_inputs: usize,
-    /// Seed of the structure and the witness.
+    /// Seed of the structure: which variables each constraint uses, and its constants.
+    /// Parameters belong to one structure seed.
     pub seed: u64,
+    /// Seed of the witness values (boolean allocations, B-bound inputs): proofs for one
+    /// set of parameters differ in this one. [`SyntheticCircuit::new`] sets it to `seed`.
+    pub witness_seed: u64,
     /// Densities and value mix.
     pub shape: SyntheticShape,
 }
@@ -139,8 +143,17 @@ impl SyntheticCircuit {
             n_constraints,
             n_inputs,
             seed,
+            witness_seed: seed,
             shape,
         })
+    }
+
+    /// The same circuit structure with another witness.
+    pub fn with_witness_seed(self, witness_seed: u64) -> Self {
+        SyntheticCircuit {
+            witness_seed,
+            ..self
+        }
     }
 
     /// The circuit whose constraints plus `input · 0 = 0` rows fill a domain of exactly
@@ -224,7 +237,10 @@ impl Ring {
 }
 
 struct Generator {
+    /// Drives the structure only, never a value.
     rng: ChaCha8Rng,
+    /// Drives the witness values.
+    values: ChaCha8Rng,
     /// Aux variables not yet in any A linear combination.
     pending_a_bits: VecDeque<Var>,
     pending_a_fields: VecDeque<Var>,
@@ -256,6 +272,7 @@ impl Generator {
             ((c.n_inputs as f64 * s.b_input_fraction).round() as usize).saturating_sub(1);
         Generator {
             rng: ChaCha8Rng::seed_from_u64(c.seed),
+            values: ChaCha8Rng::seed_from_u64(c.witness_seed),
             pending_a_bits: VecDeque::new(),
             pending_a_fields: VecDeque::new(),
             pending_b: VecDeque::new(),
@@ -312,7 +329,7 @@ impl Generator {
 
     /// `(ONE − v) · v = 0`.
     fn boolean<CS: ConstraintSystem<Scalar>>(&mut self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let value = if self.rng.gen_bool(0.5) {
+        let value = if self.values.gen_bool(0.5) {
             Scalar::ONE
         } else {
             Scalar::ZERO
@@ -404,7 +421,7 @@ impl Generator {
             value: Scalar::ONE,
         });
         if in_b {
-            let p_val = Scalar::random(&mut self.rng);
+            let p_val = Scalar::random(&mut self.values);
             let p = cs.alloc_input(|| "p", || Ok(p_val))?;
             let v = self.alloc(cs, x.value * p_val)?;
             cs.enforce(|| "bind_b", |lc| lc + x.var, |lc| lc + p, |lc| lc + v.var);
@@ -514,6 +531,22 @@ mod tests {
         assert_eq!(a.aux_assignment, b.aux_assignment);
         assert_eq!(a.a, b.a);
         assert_ne!(a.aux_assignment, other.aux_assignment);
+    }
+
+    /// Another witness seed changes the values but not the structure: the densities match
+    /// and every row still holds.
+    #[test]
+    fn witness_seed_keeps_the_structure() {
+        let c = SyntheticCircuit::with_log_n(10, 5, SyntheticShape::default()).expect("valid size");
+        let a = crate::synthesize(c).expect("synthesizes");
+        let b = crate::synthesize(c.with_witness_seed(6)).expect("synthesizes");
+        assert_ne!(a.aux_assignment, b.aux_assignment);
+        assert_eq!(a.a_aux_density, b.a_aux_density);
+        assert_eq!(a.b_aux_density, b.b_aux_density);
+        assert_eq!(a.b_input_density, b.b_input_density);
+        for (j, ((x, y), z)) in b.a.iter().zip(&b.b).zip(&b.c).enumerate() {
+            assert_eq!(x * y, *z, "row {j} unsatisfied");
+        }
     }
 
     #[test]

@@ -115,6 +115,12 @@ fn bellperson_proves_and_verifies_with_our_parameters() {
     let mut wrong = inputs.to_vec();
     wrong[0] += Scalar::ONE;
     assert!(!verify_proof(&pvk, &proof, &wrong).expect("well-formed"));
+
+    // Another witness for the same structure proves with the same parameters.
+    let other = circuit.with_witness_seed(77);
+    let proof = create_random_proof(other, &params, &mut rng).expect("bellperson proves");
+    let asg = cuzk_groth16::synthesize(other).expect("synthesizes");
+    assert!(verify_proof(&pvk, &proof, &asg.input_assignment[1..]).expect("well-formed"));
 }
 
 #[test]
