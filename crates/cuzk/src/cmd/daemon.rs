@@ -1,10 +1,121 @@
-//! `cuzk daemon` (owner fills this in).
+//! `cuzk daemon`: loads `cuzk.toml` (every key optional), applies CLI overrides, starts the
+//! engine behind the gRPC and HTTP listeners, and on SIGINT/SIGTERM drains accepted jobs
+//! (bounded by `drain_timeout_secs`) before exiting. `--print-config` prints the effective
+//! config as TOML and exits.
 
-/// Flags of this subcommand.
+use std::path::PathBuf;
+
+use anyhow::Context;
+use cuzk_engine::KindRegistry;
+use cuzk_server::{Daemon, DaemonConfig};
+use tracing::info;
+
+/// Flags of this subcommand; each overrides the config file's key of the same name.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Config file (TOML); see cuzk.example.toml for every key and its default.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// gRPC listen address: unix:///path.sock or HOST:PORT.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// HTTP /metrics and /status address HOST:PORT ("" disables it).
+    #[arg(long)]
+    pub http: Option<String>,
+    /// Parameter files directory.
+    #[arg(long)]
+    pub param_dir: Option<PathBuf>,
+    /// Partitions synthesized at once.
+    #[arg(long)]
+    pub synthesis_workers: Option<usize>,
+    /// Prove workers per GPU.
+    #[arg(long)]
+    pub gpu_workers_per_device: Option<usize>,
+    /// Prove workers on the CPU backend when there is no GPU.
+    #[arg(long)]
+    pub cpu_workers: Option<usize>,
+    /// Host memory budget for partitions in flight, bytes.
+    #[arg(long)]
+    pub host_memory_budget_bytes: Option<u64>,
+    /// Seconds accepted jobs get to finish on SIGINT/SIGTERM.
+    #[arg(long)]
+    pub drain_timeout_secs: Option<u64>,
+    /// Print the effective config as TOML and exit.
+    #[arg(long)]
+    pub print_config: bool,
+}
+
+impl Args {
+    /// The config file (or the defaults) with the flags applied.
+    fn effective_config(&self) -> anyhow::Result<DaemonConfig> {
+        let mut cfg = match &self.config {
+            Some(path) => DaemonConfig::load(path)?,
+            None => DaemonConfig::default(),
+        };
+        if let Some(v) = &self.listen {
+            cfg.listen = v.clone();
+        }
+        if let Some(v) = &self.http {
+            cfg.http_listen = v.clone();
+        }
+        if let Some(v) = &self.param_dir {
+            cfg.engine.param_dir = v.clone();
+        }
+        if let Some(v) = self.synthesis_workers {
+            cfg.engine.synthesis_workers = v;
+        }
+        if let Some(v) = self.gpu_workers_per_device {
+            cfg.engine.gpu_workers_per_device = v;
+        }
+        if let Some(v) = self.cpu_workers {
+            cfg.engine.cpu_workers = v;
+        }
+        if let Some(v) = self.host_memory_budget_bytes {
+            cfg.engine.host_memory_budget_bytes = v;
+        }
+        if let Some(v) = self.drain_timeout_secs {
+            cfg.drain_timeout_secs = v;
+        }
+        Ok(cfg)
+    }
+}
+
+/// The proof kinds this binary serves.
+pub fn registry() -> KindRegistry {
+    KindRegistry::with_synthetic()
+}
 
 /// Runs the subcommand.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let cfg = args.effective_config()?;
+    if args.print_config {
+        print!("{}", cfg.to_toml());
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("cuzk-rt")
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(serve(cfg))
+}
+
+async fn serve(cfg: DaemonConfig) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let daemon = Daemon::start(&cfg, registry(), Vec::new())
+        .await
+        .context("starting the daemon")?;
+    let stop = daemon.stop_token();
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = sigint.recv() => info!("SIGINT: draining"),
+            _ = sigterm.recv() => info!("SIGTERM: draining"),
+        }
+        stop.cancel();
+    });
+    let report = daemon.run_until_stopped().await.context("serving")?;
+    info!(drained = report.drained, failed = report.failed, "exiting");
+    Ok(())
 }

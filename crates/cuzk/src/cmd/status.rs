@@ -1,10 +1,107 @@
-//! `cuzk status` (owner fills this in).
+//! `cuzk status`: asks a running daemon for `GetStatus` and prints it as a short table
+//! (or as JSON with `--json`).
+
+use anyhow::Context;
+use cuzk_server::pb;
+use cuzk_server::ListenAddr;
 
 /// Flags of this subcommand.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The daemon's gRPC address: unix:///path.sock or HOST:PORT.
+    #[arg(long, default_value = "unix:///tmp/cuzk.sock")]
+    pub connect: String,
+    /// Print the raw status as JSON-like debug output instead of the table.
+    #[arg(long)]
+    pub raw: bool,
+}
 
 /// Runs the subcommand.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let addr = ListenAddr::parse(&args.connect)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let status = runtime.block_on(async {
+        let mut client = cuzk_server::connect(&addr)
+            .await
+            .with_context(|| format!("connecting to {addr}"))?;
+        let status = client
+            .get_status(pb::GetStatusRequest {})
+            .await
+            .context("GetStatus")?;
+        anyhow::Ok(status.into_inner())
+    })?;
+    if args.raw {
+        println!("{status:#?}");
+        return Ok(());
+    }
+    print!("{}", render(&status));
+    Ok(())
+}
+
+/// The status as a human-readable table.
+pub fn render(s: &pb::GetStatusResponse) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "uptime {} s, accepting {}, active jobs {}, completed {}, failed {}, cancelled {}",
+        s.uptime_seconds,
+        s.accepting,
+        s.active_jobs,
+        s.total_proofs_completed,
+        s.total_proofs_failed,
+        s.total_proofs_cancelled
+    );
+    let _ = writeln!(
+        out,
+        "memory reserved {:.1} MiB of {:.1} MiB",
+        s.pinned_memory_bytes as f64 / 1048576.0,
+        s.pinned_memory_limit_bytes as f64 / 1048576.0
+    );
+    let _ = writeln!(out, "devices:");
+    for d in &s.devices {
+        let _ = writeln!(
+            out,
+            "  {:<8} {:<16} workers {} busy {:.1} s {}",
+            d.name,
+            d.hardware,
+            d.workers,
+            d.busy_ms as f64 / 1000.0,
+            if d.current_job_id.is_empty() {
+                String::new()
+            } else {
+                format!("on {}", d.current_job_id)
+            }
+        );
+    }
+    let _ = writeln!(out, "partitions:");
+    for p in &s.partitions {
+        let _ = writeln!(out, "  {:<14} {}", p.stage, p.count);
+    }
+    let _ = writeln!(out, "queues:");
+    for q in &s.queues {
+        let _ = writeln!(
+            out,
+            "  {:<24} pending {} in progress {}",
+            q.proof_kind, q.pending, q.in_progress
+        );
+    }
+    let _ = writeln!(out, "srs:");
+    for e in &s.loaded_srs {
+        let tier = pb::srs_status::Tier::try_from(e.tier)
+            .map(|t| t.as_str_name())
+            .unwrap_or("?");
+        let _ = writeln!(
+            out,
+            "  {:<20} {:<5} {:>10.1} MiB refs {} {}",
+            e.circuit_id,
+            tier,
+            e.size_bytes as f64 / 1048576.0,
+            e.ref_count,
+            e.path
+        );
+    }
+    out
 }

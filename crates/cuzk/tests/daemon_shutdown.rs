@@ -1,0 +1,129 @@
+//! Shutdown: the `cuzk daemon` binary drains accepted jobs on SIGTERM (their callers get
+//! COMPLETED) and exits 0; a drain timeout fails the rest with a reason; `--print-config`
+//! prints the effective config with flags applied.
+
+mod daemon_common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use cuzk_server::pb;
+use cuzk_server::{DaemonConfig, ListenAddr};
+use daemon_common::*;
+use pb::await_proof_response::Status as S;
+
+#[test]
+fn print_config_applies_flags() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args([
+            "daemon",
+            "--print-config",
+            "--synthesis-workers",
+            "3",
+            "--listen",
+            "127.0.0.1:7777",
+            "--http",
+            "",
+        ])
+        .output()
+        .expect("run cuzk");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cfg =
+        DaemonConfig::parse(&String::from_utf8_lossy(&out.stdout)).expect("valid TOML config");
+    assert_eq!(cfg.engine.synthesis_workers, 3);
+    assert_eq!(cfg.listen, "127.0.0.1:7777");
+    assert_eq!(cfg.http_listen, "");
+    assert_eq!(
+        cfg.engine.cpu_workers,
+        DaemonConfig::default().engine.cpu_workers
+    );
+}
+
+#[test]
+fn example_config_is_the_default_config() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../cuzk.example.toml");
+    let mut example = DaemonConfig::load(std::path::Path::new(path)).expect("example parses");
+    // param_dir's default comes from the environment.
+    example.engine.param_dir = DaemonConfig::default().engine.param_dir;
+    assert_eq!(example, DaemonConfig::default());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_accepted_jobs() {
+    let socket = socket_path("sigterm");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["daemon", "--http", "", "--drain-timeout-secs", "60"])
+        .arg("--listen")
+        .arg(format!("unix://{}", socket.display()))
+        .arg("--param-dir")
+        .arg(param_dir())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start daemon");
+    let addr = ListenAddr::Unix(socket.clone());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut client = loop {
+        if let Ok(c) = cuzk_server::connect(&addr).await {
+            break c;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "daemon did not come up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let jobs = [
+        submit(&mut client, synthetic("drain-1", 8, 2, 1)).await,
+        submit(&mut client, synthetic("drain-2", 8, 2, 2)).await,
+    ];
+    let mut waits = Vec::new();
+    for job in jobs.clone() {
+        let mut c = client.clone();
+        waits.push(tokio::spawn(async move { wait(&mut c, &job).await }));
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    for w in waits {
+        let done = w.await.expect("await task");
+        assert_eq!(status_of(&done), S::Completed, "{}", done.error_message);
+    }
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(status.success(), "daemon exit {status:?}");
+    assert!(!socket.exists(), "socket removed on exit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_timeout_fails_the_rest_with_a_reason() {
+    let cfg = config("drain0", |c| {
+        c.drain_timeout_secs = 0;
+        c.engine.synthesis_workers = 1;
+    });
+    let (daemon, mut client) = start(cfg).await;
+    let job = submit(&mut client, synthetic("", 10, 16, 4)).await;
+    let mut waiter = client.clone();
+    let wait_task = tokio::spawn({
+        let job = job.clone();
+        async move { wait(&mut waiter, &job).await }
+    });
+    status_until(&mut client, Duration::from_secs(30), |s| s.active_jobs == 1).await;
+    let report = daemon.shutdown().await.expect("shutdown");
+    assert_eq!((report.drained, report.failed), (0, 1));
+    let done = wait_task.await.expect("await task");
+    assert_eq!(status_of(&done), S::Failed);
+    assert!(
+        done.error_message.contains("drain timeout"),
+        "{}",
+        done.error_message
+    );
+}
