@@ -490,7 +490,12 @@ pub fn check_backend(dev: &Arc<Device>, lg_n: u32, seed: u64) -> Result<Vec<Chec
     };
     let gpu_ms = timed(&gpu_backend)?;
     let cpu_ms = timed(&CpuBackend::new())?;
-    out.push(outcome(format!("backend warm times 2^{lg_n}"), true, seed, ""));
+    out.push(outcome(
+        format!("backend warm times 2^{lg_n}"),
+        true,
+        seed,
+        "",
+    ));
     if let Some(last) = out.last_mut() {
         last.detail = format!("gpu_compute_ms {gpu_ms:.1} cpu_compute_ms {cpu_ms:.1}");
     }

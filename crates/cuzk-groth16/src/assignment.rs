@@ -15,7 +15,10 @@ pub struct Density {
 impl Density {
     /// An all-clear bitmap of `len` bits.
     pub fn new(len: usize) -> Self {
-        Density { words: vec![0; len.div_ceil(64)], len }
+        Density {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
     }
 
     /// Appends one clear bit.

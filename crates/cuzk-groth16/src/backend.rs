@@ -51,12 +51,20 @@ pub struct ProveReport {
 impl ProveReport {
     /// Records a host-timed stage.
     pub fn push(&mut self, name: &str, wall: Duration) {
-        self.stages.push(StageTime { name: name.to_string(), wall, device: None });
+        self.stages.push(StageTime {
+            name: name.to_string(),
+            wall,
+            device: None,
+        });
     }
 
     /// Records a stage with both host and device time.
     pub fn push_device(&mut self, name: &str, wall: Duration, device: Duration) {
-        self.stages.push(StageTime { name: name.to_string(), wall, device: Some(device) });
+        self.stages.push(StageTime {
+            name: name.to_string(),
+            wall,
+            device: Some(device),
+        });
     }
 
     /// Sum of the host wall time of all stages.

@@ -99,5 +99,9 @@ pub trait PartitionedProof: Send + Sync {
     ///
     /// # Errors
     /// [`KindError::Verification`] when the proof does not verify.
-    fn assemble_and_verify(&self, proofs: &[Proof], vk: &VerifyingKey) -> Result<Vec<u8>, KindError>;
+    fn assemble_and_verify(
+        &self,
+        proofs: &[Proof],
+        vk: &VerifyingKey,
+    ) -> Result<Vec<u8>, KindError>;
 }

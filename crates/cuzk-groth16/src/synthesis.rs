@@ -184,7 +184,10 @@ impl ConstraintSystem<Scalar> for SynthesisCs {
     /// sub-systems (storage-proofs' `FallbackPoStCircuit::synthesize_extendable`) allocate
     /// their own temporary ONE first, which [`Self::extend`] drops.
     fn new() -> Self {
-        SynthesisCs { asg: Assignment::default(), error: None }
+        SynthesisCs {
+            asg: Assignment::default(),
+            error: None,
+        }
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, bellperson::SynthesisError>
