@@ -353,84 +353,85 @@ async fn critical_overtakes_queued_normal_partitions() {
 async fn malformed_input_is_refused_per_field() {
     let (daemon, mut client) = start(config("bad", |_| {})).await;
     let good = synthetic("", 5, 1, 1);
-    let mut cases: Vec<(&str, pb::SubmitProofRequest, &str)> = Vec::new();
-    cases.push((
-        "unspecified kind",
-        pb::SubmitProofRequest {
-            proof_kind: 0,
-            ..good.clone()
-        },
-        "proof_kind",
-    ));
-    cases.push((
-        "unknown kind",
-        pb::SubmitProofRequest {
-            proof_kind: 77,
-            ..good.clone()
-        },
-        "proof_kind",
-    ));
-    cases.push((
-        "kind not served",
-        pb::SubmitProofRequest {
-            proof_kind: pb::ProofKind::WinningPost as i32,
-            ..good.clone()
-        },
-        "proof_kind",
-    ));
-    cases.push((
-        "empty payload",
-        pb::SubmitProofRequest {
-            vanilla_proof: vec![],
-            ..good.clone()
-        },
-        "vanilla_proof",
-    ));
-    cases.push((
-        "garbage bytes",
-        pb::SubmitProofRequest {
-            vanilla_proof: b"{\"SectorNum\": garbage".to_vec(),
-            ..good.clone()
-        },
-        "vanilla_proof",
-    ));
-    cases.push((
-        "wrong size",
-        pb::SubmitProofRequest {
-            vanilla_proof: good.vanilla_proof[..20].to_vec(),
-            ..good.clone()
-        },
-        "vanilla_proof",
-    ));
-    cases.push((
-        "log_n too large",
-        pb::SubmitProofRequest {
-            vanilla_proof: cuzk_engine::synthetic::SyntheticSpec {
-                log_n: 60,
-                n_partitions: 1,
-                seed: 0,
-            }
-            .encode(),
-            ..good.clone()
-        },
-        "vanilla_proof",
-    ));
-    cases.push((
-        "unexpected vanilla_proofs",
-        pb::SubmitProofRequest {
-            vanilla_proofs: vec![vec![1, 2, 3]],
-            ..good.clone()
-        },
-        "vanilla_proofs",
-    ));
-    cases.push((
-        "unknown priority",
-        pb::SubmitProofRequest {
-            priority: 9,
-            ..good.clone()
-        },
-        "priority",
-    ));
+    let cases: Vec<(&str, pb::SubmitProofRequest, &str)> = vec![
+        (
+            "unspecified kind",
+            pb::SubmitProofRequest {
+                proof_kind: 0,
+                ..good.clone()
+            },
+            "proof_kind",
+        ),
+        (
+            "unknown kind",
+            pb::SubmitProofRequest {
+                proof_kind: 77,
+                ..good.clone()
+            },
+            "proof_kind",
+        ),
+        (
+            "kind not served",
+            pb::SubmitProofRequest {
+                proof_kind: pb::ProofKind::WinningPost as i32,
+                ..good.clone()
+            },
+            "proof_kind",
+        ),
+        (
+            "empty payload",
+            pb::SubmitProofRequest {
+                vanilla_proof: vec![],
+                ..good.clone()
+            },
+            "vanilla_proof",
+        ),
+        (
+            "garbage bytes",
+            pb::SubmitProofRequest {
+                vanilla_proof: b"{\"SectorNum\": garbage".to_vec(),
+                ..good.clone()
+            },
+            "vanilla_proof",
+        ),
+        (
+            "wrong size",
+            pb::SubmitProofRequest {
+                vanilla_proof: good.vanilla_proof[..20].to_vec(),
+                ..good.clone()
+            },
+            "vanilla_proof",
+        ),
+        (
+            "log_n too large",
+            pb::SubmitProofRequest {
+                vanilla_proof: cuzk_engine::synthetic::SyntheticSpec {
+                    log_n: 60,
+                    n_partitions: 1,
+                    seed: 0,
+                }
+                .encode(),
+                ..good.clone()
+            },
+            "vanilla_proof",
+        ),
+        (
+            "unexpected vanilla_proofs",
+            pb::SubmitProofRequest {
+                vanilla_proofs: vec![vec![1, 2, 3]],
+                ..good.clone()
+            },
+            "vanilla_proofs",
+        ),
+        (
+            "unknown priority",
+            pb::SubmitProofRequest {
+                priority: 9,
+                ..good.clone()
+            },
+            "priority",
+        ),
+    ];
     for (name, req, field) in cases {
         let err = client.submit_proof(req).await.expect_err(name);
         assert_eq!(err.code(), Code::InvalidArgument, "{name}: {err:?}");
