@@ -13,10 +13,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::Scalar;
 use cuzk_groth16::{Assignment, Backend, BackendError, Density, MsmOutputs, ProveReport, Srs};
 use ff::{Field, PrimeField};
-use group::Group as _;
 use parking_lot::Mutex;
 
 use crate::arena::{DevRegion, Scratch, VramArena};
@@ -231,19 +230,55 @@ fn compute(
 
     *stage = "msm_l";
     let t = Instant::now();
-    let l = split_g1(dev, &mut scratch, &bases, &scal, &srs.l, &l_s)?;
+    let l = split(
+        dev,
+        &mut scratch,
+        &bases,
+        &scal,
+        &srs.l,
+        &l_s,
+        batch_add_g1,
+        msm_g1,
+    )?;
     report.push("msm_l", t.elapsed());
     *stage = "msm_a";
     let t = Instant::now();
-    let a = split_g1(dev, &mut scratch, &bases, &scal, &srs.a, &a_s)?;
+    let a = split(
+        dev,
+        &mut scratch,
+        &bases,
+        &scal,
+        &srs.a,
+        &a_s,
+        batch_add_g1,
+        msm_g1,
+    )?;
     report.push("msm_a", t.elapsed());
     *stage = "msm_b_g1";
     let t = Instant::now();
-    let b_g1 = split_g1(dev, &mut scratch, &bases, &scal, &srs.b_g1, &b_s)?;
+    let b_g1 = split(
+        dev,
+        &mut scratch,
+        &bases,
+        &scal,
+        &srs.b_g1,
+        &b_s,
+        batch_add_g1,
+        msm_g1,
+    )?;
     report.push("msm_b_g1", t.elapsed());
     *stage = "msm_b_g2";
     let t = Instant::now();
-    let b_g2 = split_g2(dev, &mut scratch, &bases, &scal, &srs.b_g2, &b_s)?;
+    let b_g2 = split(
+        dev,
+        &mut scratch,
+        &bases,
+        &scal,
+        &srs.b_g2,
+        &b_s,
+        batch_add_g2,
+        msm_g2,
+    )?;
     report.push("msm_b_g2", t.elapsed());
     Ok(MsmOutputs {
         h,
@@ -254,52 +289,41 @@ fn compute(
     })
 }
 
-/// Σ s_i·P_i in G1 as batch_add(bases with s = 1) + MSM(others through their indices).
-fn split_g1(
+/// Σ s_i·P_i as batch_add(bases with s = 1) + MSM(others through their indices), in the
+/// group whose `batch_add` and `msm` are given (G1: `batch_add_g1`/`msm_g1`, G2: `_g2`).
+#[allow(clippy::too_many_arguments)]
+fn split<P: group::Group, A: crate::layout::Plain>(
     dev: &Device,
     scratch: &mut Scratch<'_>,
     bases: &DevRegion<'_>,
     scal: &DevRegion<'_>,
-    points: &[blstrs::G1Affine],
+    points: &[A],
     s: &[Scalar],
-) -> Result<G1Projective> {
+    batch_add: impl Fn(
+        &Device,
+        &Scratch<'_>,
+        &DevRegion<'_>,
+        Option<&DevRegion<'_>>,
+        usize,
+    ) -> Result<P>,
+    msm: impl Fn(
+        &Device,
+        &Scratch<'_>,
+        &DevRegion<'_>,
+        Option<&DevRegion<'_>>,
+        &DevRegion<'_>,
+        usize,
+    ) -> Result<P>,
+) -> Result<P> {
     if s.is_empty() {
-        return Ok(G1Projective::identity());
+        return Ok(P::identity());
     }
     dev.upload(bases, as_bytes(points))?;
     dev.upload(scal, as_bytes(s))?;
     scratch.reset();
     let cls = classify(dev, scratch, scal, s.len())?;
-    let ones = batch_add_g1(dev, scratch, bases, Some(&cls.one_idx), cls.n_ones)?;
-    let others = msm_g1(
-        dev,
-        scratch,
-        bases,
-        Some(&cls.other_idx),
-        &cls.other_scalars,
-        cls.n_others,
-    )?;
-    Ok(ones + others)
-}
-
-/// As [`split_g1`] in G2.
-fn split_g2(
-    dev: &Device,
-    scratch: &mut Scratch<'_>,
-    bases: &DevRegion<'_>,
-    scal: &DevRegion<'_>,
-    points: &[blstrs::G2Affine],
-    s: &[Scalar],
-) -> Result<G2Projective> {
-    if s.is_empty() {
-        return Ok(G2Projective::identity());
-    }
-    dev.upload(bases, as_bytes(points))?;
-    dev.upload(scal, as_bytes(s))?;
-    scratch.reset();
-    let cls = classify(dev, scratch, scal, s.len())?;
-    let ones = batch_add_g2(dev, scratch, bases, Some(&cls.one_idx), cls.n_ones)?;
-    let others = msm_g2(
+    let ones = batch_add(dev, scratch, bases, Some(&cls.one_idx), cls.n_ones)?;
+    let others = msm(
         dev,
         scratch,
         bases,
