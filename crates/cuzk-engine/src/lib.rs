@@ -26,7 +26,10 @@ pub mod status;
 pub mod synthetic;
 pub mod timeline;
 pub mod timeline_report;
-pub mod token;
+/// The fair per-device compute token (shared with backends that schedule themselves).
+pub mod token {
+    pub use cuzk_groth16::token::*;
+}
 pub mod types;
 mod workers;
 

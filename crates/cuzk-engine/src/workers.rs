@@ -204,21 +204,48 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
         );
 
         *device.current.lock() = Some((job.id.clone(), job.kind));
-        let token = device.token.acquire();
+        // A backend that owns its device's token takes it itself, only around its kernels;
+        // otherwise the engine holds the token around the whole compute call.
+        let owns_token = device.spec.backend.owns_compute_token();
+        let token = (!owns_token).then(|| device.token.acquire());
         let t_start = Instant::now();
-        shared.metrics.stage(Stage::TokenWait, t_start - t_pop);
-        shared.timeline.record(
-            event(&job, partition_idx, Stage::TokenWait, &lane, dev_name),
-            t_pop,
-            t_start,
-        );
+        if !owns_token {
+            shared.metrics.stage(Stage::TokenWait, t_start - t_pop);
+            shared.timeline.record(
+                event(&job, partition_idx, Stage::TokenWait, &lane, dev_name),
+                t_pop,
+                t_start,
+            );
+        }
         let result =
             std::panic::catch_unwind(AssertUnwindSafe(|| prove_one(&asg, &lease, &device)));
         let t_end = Instant::now();
         drop(token);
-        device.add_busy(t_end - t_start);
-        shared.metrics.stage(Stage::Compute, t_end - t_start);
         let compute_event = event(&job, partition_idx, Stage::Compute, &lane, dev_name);
+        // The interval the device was held: the whole call, or the backend's own hold
+        // (which starts where its `token_wait` stage ends).
+        let (held_from, held_to) = match (&result, owns_token) {
+            (Ok(Ok((_, report))), true) => {
+                let wait: Duration = report
+                    .stages
+                    .iter()
+                    .position(|s| s.name == "token_wait")
+                    .map(|i| report.stages[..=i].iter().map(|s| s.wall).sum())
+                    .unwrap_or_default();
+                let from = (t_start + wait).min(t_end);
+                let to = report.token_held.map_or(t_end, |h| (from + h).min(t_end));
+                shared.metrics.stage(Stage::TokenWait, from - t_start);
+                shared.timeline.record(
+                    event(&job, partition_idx, Stage::TokenWait, &lane, dev_name),
+                    t_start,
+                    from,
+                );
+                (from, to)
+            }
+            _ => (t_start, t_end),
+        };
+        device.add_busy(held_to - held_from);
+        shared.metrics.stage(Stage::Compute, held_to - held_from);
         if let Ok(Ok((_, report))) = &result {
             let stages: Vec<(String, Duration)> = report
                 .stages
@@ -229,7 +256,7 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
                 .timeline
                 .record_stages(&compute_event, t_start, &stages);
         }
-        shared.timeline.record(compute_event, t_start, t_end);
+        shared.timeline.record(compute_event, held_from, held_to);
         debug!(job = %job.id, partition = partition_idx, worker = %lane, ms = (t_end - t_start).as_millis() as u64, "prove done");
 
         // Free the witness and its reservation before anything else waits on the lock.

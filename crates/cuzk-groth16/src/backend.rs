@@ -46,6 +46,10 @@ pub struct ProveReport {
     pub backend: String,
     /// Stages in the order they ran.
     pub stages: Vec<StageTime>,
+    /// For a backend that takes its device's compute token itself
+    /// ([`Backend::owns_compute_token`]): how long it held it (first kernel enqueued to
+    /// completion recorded). The engine counts this as the device's busy time.
+    pub token_held: Option<Duration>,
 }
 
 impl ProveReport {
@@ -113,4 +117,13 @@ pub trait Backend: Send + Sync {
         srs: &Srs,
         report: &mut ProveReport,
     ) -> Result<MsmOutputs, BackendError>;
+
+    /// Whether the backend serializes device work with its own fair compute token, held
+    /// only across its kernel region (uploads and host preparation run outside it). The
+    /// engine then lets all of a device's workers call [`Backend::compute`] at once instead
+    /// of holding its own token around the whole call; the backend reports the wait as a
+    /// `token_wait` stage and the hold as [`ProveReport::token_held`].
+    fn owns_compute_token(&self) -> bool {
+        false
+    }
 }

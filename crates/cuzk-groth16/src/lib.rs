@@ -21,6 +21,7 @@ pub mod prover;
 pub mod srs;
 pub mod synthesis;
 pub mod synthetic;
+pub mod token;
 
 pub use assignment::{Assignment, Density};
 pub use backend::{Backend, BackendError, MsmOutputs, ProveReport, StageTime};
@@ -29,6 +30,7 @@ pub use kind::{KindError, PartitionedProof, ProofRequest};
 pub use prover::{prove, prove_random, verify, ProveError};
 pub use srs::{Srs, SrsError, SrsOptions};
 pub use synthesis::{synthesize, SynthesisCs, SynthesisError};
+pub use token::{ComputeToken, TokenGuard};
 
 /// The scalar field of BLS12-381 (`Fr`).
 pub use blstrs::Scalar;

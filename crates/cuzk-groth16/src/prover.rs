@@ -69,7 +69,7 @@ pub fn prove(
     }
     let mut report = ProveReport {
         backend: backend.name(),
-        stages: Vec::new(),
+        ..ProveReport::default()
     };
     let sums = backend.compute(asg, srs, &mut report)?;
     let t = Instant::now();
