@@ -13,6 +13,7 @@
 
 pub mod assignment;
 pub mod backend;
+#[cfg(feature = "bellperson-native")]
 pub mod compare;
 pub mod cpu;
 pub mod kind;
