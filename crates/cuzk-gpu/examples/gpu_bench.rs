@@ -4,13 +4,27 @@
 //! ```text
 //! gpu_bench msm g1|g2 [--resident] [--check] [--runs N] [--seed S] LOG_N...
 //! gpu_bench ntt [--coset] [--check] [--check-max-lg K] [--runs N] [--seed S] LOG_N...
-//! gpu_bench backend LOG_N...  # GPU backend vs CPU backend on a synthetic circuit
+//! gpu_bench backend [--runs N] [--seed S] [--cpu-max-lg K] [--chunk P] LOG_N...
+//!                              # resident and streamed GPU proves, timed and verified
+//! gpu_bench overlap LOG_N [--partitions P] [--workers W] [--streamed]
+//!                              # P partitions from W threads on one backend: busy fraction
+//! gpu_bench fault [--stage NAME] [LOG_N]  # injected launch failure, then proofs again
+//! gpu_bench check-backend LOG_N...       # sums vs the CPU backend, both placements
 //! gpu_bench compile ARCH...    # fill the NVRTC disk cache (no GPU needed), e.g. sm_90
 //! ```
 //! Output is the same JSON lines as `cuzk bench msm` / `cuzk bench ntt`.
 
+use cuzk_gpu::backend_bench::{run_backend, run_fault, run_overlap, BackendBench, OverlapBench};
 use cuzk_gpu::bench::{run_msm, run_ntt, MsmBench, NttBench};
 use cuzk_gpu::msm::Group;
+use cuzk_gpu::Residency;
+
+fn failures(n: usize) -> Result<(), cuzk_gpu::GpuError> {
+    if n > 0 {
+        return Err(cuzk_gpu::GpuError::Input(format!("{n} checks failed")));
+    }
+    Ok(())
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -37,6 +51,9 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut group = Group::G1;
     let (mut resident, mut check, mut coset) = (false, false, false);
     let (mut runs, mut seed, mut check_max_lg) = (5usize, None, 14u32);
+    let (mut cpu_max_lg, mut chunk, mut partitions, mut workers) =
+        (16u32, 1usize << 22, 20usize, 2usize);
+    let (mut streamed, mut stage) = (false, "msm_l".to_string());
     let mut log_n = Vec::new();
     while let Some(a) = it.next() {
         let mut num = |what: &str| -> Result<u64, String> {
@@ -53,6 +70,12 @@ fn run(args: &[String]) -> Result<(), String> {
             "--runs" => runs = num("--runs")? as usize,
             "--seed" => seed = Some(num("--seed")?),
             "--check-max-lg" => check_max_lg = num("--check-max-lg")? as u32,
+            "--cpu-max-lg" => cpu_max_lg = num("--cpu-max-lg")? as u32,
+            "--chunk" => chunk = num("--chunk")? as usize,
+            "--partitions" => partitions = num("--partitions")? as usize,
+            "--workers" => workers = num("--workers")? as usize,
+            "--streamed" => streamed = true,
+            "--stage" => stage = it.next().ok_or("--stage needs a name")?.clone(),
             v => log_n.push(
                 v.parse::<u32>()
                     .map_err(|_| format!("unknown argument {v:?}"))?,
@@ -70,7 +93,7 @@ fn run(args: &[String]) -> Result<(), String> {
             seed,
             device: 0,
         }),
-        "backend" => {
+        "check-backend" => {
             let dev = cuzk_gpu::Device::open(0).map_err(|e| e.to_string())?;
             let seed = seed.unwrap_or(7);
             let mut failed = 0;
@@ -85,10 +108,40 @@ fn run(args: &[String]) -> Result<(), String> {
                     );
                 }
             }
-            if failed > 0 {
-                return Err(format!("{failed} backend checks failed"));
-            }
-            Ok(())
+            failures(failed)
+        }
+        "backend" => {
+            let failed = run_backend(&BackendBench {
+                log_n,
+                runs: runs.max(1),
+                seed: seed.unwrap_or(7),
+                cpu_max_lg,
+                chunk_points: chunk,
+                device: 0,
+            })
+            .map_err(|e| e.to_string())?;
+            failures(failed)
+        }
+        "overlap" => {
+            let failed = run_overlap(&OverlapBench {
+                log_n: log_n.first().copied().unwrap_or(20),
+                partitions,
+                workers,
+                seed: seed.unwrap_or(7),
+                residency: if streamed {
+                    Residency::Streamed
+                } else {
+                    Residency::Auto
+                },
+                device: 0,
+            })
+            .map_err(|e| e.to_string())?;
+            failures(failed)
+        }
+        "fault" => {
+            let lg = log_n.first().copied().unwrap_or(12);
+            let failed = run_fault(0, lg, &stage, seed.unwrap_or(7)).map_err(|e| e.to_string())?;
+            failures(failed)
         }
         "ntt" => run_ntt(&NttBench {
             log_n,

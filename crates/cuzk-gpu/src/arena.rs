@@ -122,6 +122,25 @@ impl VramArena {
         })
     }
 
+    /// The region [offset, offset + bytes) of the arena, independent of the bump pointer:
+    /// for buffers whose layout is computed once and re-derived on every use.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] when the range does not fit.
+    pub fn region(&self, offset: usize, bytes: usize) -> Result<DevRegion<'_>> {
+        if offset.checked_add(bytes).is_none_or(|e| e > self.size) {
+            return Err(GpuError::Input(format!(
+                "region {offset}+{bytes} of a {}-byte arena",
+                self.size
+            )));
+        }
+        Ok(DevRegion {
+            ptr: self.base + offset as u64,
+            bytes,
+            _arena: PhantomData,
+        })
+    }
+
     /// A resettable scratch range of `bytes` bytes.
     ///
     /// # Errors

@@ -1,65 +1,231 @@
-//! [`GpuBackend`]: cuzk-groth16's `Backend` on one device (the start of issue #4). The H
-//! polynomial runs as seven NTTs plus the quotient kernel on the device; every MSM uses the
-//! device's 0 / 1 / other classification, batch addition of the ones and Pippenger over the
-//! others, B in G2 included; only window sums come back. Bellperson's density bitmaps
-//! decide which scalars meet which bases, as on the CPU path (the compaction by density is
-//! still a host pass).
+//! [`GpuBackend`]: cuzk-groth16's `Backend` on one device (issue #4). Per compute call:
+//! host preparation (a, b, c and the density-compacted scalar vectors written straight into
+//! the worker's pinned staging) and the upload into the worker's own device slot run first,
+//! on the copy stream and outside the device's fair [`ComputeToken`]; the token is held
+//! only from the first kernel to the last result download: seven NTTs and the quotient
+//! kernel for H, then the five query sums (classification, batch addition of the ones,
+//! Pippenger over the others; B in G2 too). With two workers per device one worker's
+//! preparation and upload overlap the other's kernels.
 //!
-//! Not yet the design's hot path: the arena is made per prove and the SRS is uploaded per
-//! prove (no residency across proofs), uploads are synchronous, and there is no compute
-//! token beyond a per-backend lock. Checked against the CPU backend by
-//! `check::check_backend` (run with `gpu_bench backend LOG_N`).
+//! Device memory is made once and reused: per-worker slots ([`crate::slots`]), one shared
+//! scratch with the NTT tables (used only under the token), and the resident SRSs
+//! ([`crate::residency`]); each is re-made, logged, only when a larger shape arrives. An
+//! SRS that does not fit the VRAM budget is streamed from host memory through pinned
+//! staging instead ([`crate::sums::sum_streamed`]).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
-use cuzk_groth16::{Assignment, Backend, BackendError, Density, MsmOutputs, ProveReport, Srs};
+use cudarc::driver::CudaEvent;
+use cuzk_groth16::{
+    Assignment, Backend, BackendError, ComputeToken, Density, MsmOutputs, ProveReport, Srs,
+};
 use ff::{Field, PrimeField};
 use parking_lot::Mutex;
 
-use crate::arena::{DevRegion, Scratch, VramArena};
-use crate::classify::{batch_add_g1, batch_add_g2, classify};
+use crate::arena::{DevRegion, VramArena, ALIGN};
 use crate::device::{launch, Device};
 use crate::error::{GpuError, Result};
 use crate::kernels::KernelId;
-use crate::layout::{as_bytes, scalar_words, FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
-use crate::msm::{msm_g1, msm_g2, scratch_bytes, Group};
+use crate::layout::{as_bytes, scalar_words, FR_BYTES, G2_AFFINE_BYTES};
 use crate::ntt::{Direction, NttOptions, NttPlan, Order};
+use crate::pinned::{PinnedBuf, PinnedPool};
+use crate::residency::{fingerprint, resident_size, Query, ResidentSet, ResidentSrs};
+use crate::slots::{Slot, SlotPool, SlotShape, SlotVec};
+use crate::sums::{sum_resident, sum_scratch_bytes, sum_streamed, GroupOps, StreamBufs};
+use crate::sums::{G1_OPS, G2_OPS};
+
+/// Where the SRS bases live during a compute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Residency {
+    /// Resident when it fits the VRAM budget (evicting idle SRSs), else streamed.
+    #[default]
+    Auto,
+    /// Always resident (evicting idle SRSs; fails if the device runs out of memory).
+    Resident,
+    /// Always streamed from host memory.
+    Streamed,
+}
+
+/// Settings of a [`GpuBackend`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuBackendConfig {
+    /// Workers that call compute at once on this device: one device slot each.
+    pub workers: usize,
+    /// Device bytes resident SRSs may take; `None`: what is free when an SRS is loaded,
+    /// less the slots and scratch still to be made and a 1 GiB margin.
+    pub vram_budget_bytes: Option<u64>,
+    /// SRS placement.
+    pub residency: Residency,
+    /// Bases per chunk when streaming.
+    pub stream_chunk_points: usize,
+}
+
+impl Default for GpuBackendConfig {
+    fn default() -> Self {
+        GpuBackendConfig {
+            workers: 2,
+            vram_budget_bytes: None,
+            residency: Residency::Auto,
+            stream_chunk_points: 1 << 22,
+        }
+    }
+}
 
 /// The GPU prover backend for one device.
 pub struct GpuBackend {
     dev: Arc<Device>,
-    // One prove at a time per backend until the engine's compute token exists.
-    busy: Mutex<()>,
+    cfg: GpuBackendConfig,
+    token: ComputeToken,
+    pinned: Arc<PinnedPool>,
+    slots: SlotPool,
+    // Used only under the token; the lock is uncontended.
+    shared: Mutex<Option<Shared>>,
+    shared_bytes: std::sync::atomic::AtomicU64,
+    srs: ResidentSet,
+    fault: Mutex<Option<String>>,
 }
+
+/// The scratch and NTT tables all workers share under the token, and the pinned staging
+/// of streamed chunks.
+struct Shared {
+    arena: VramArena,
+    stream_pins: Option<[PinnedBuf; 2]>,
+}
+
+/// Margin left free on the device by the default VRAM budget.
+const BUDGET_MARGIN: u64 = 1 << 30;
 
 impl GpuBackend {
-    /// A backend on `dev` (kernels load on first use).
+    /// A backend on `dev` with the default configuration (kernels load on first use).
     pub fn new(dev: Arc<Device>) -> GpuBackend {
-        GpuBackend {
-            dev,
-            busy: Mutex::new(()),
-        }
+        GpuBackend::with_config(dev, GpuBackendConfig::default())
     }
-}
 
-/// The scalars of a query in base order: `parts` concatenated, each filtered by its
-/// density bitmap when given (bit i set: variable i has a base).
-fn compact(parts: &[(&[Scalar], Option<&Density>)]) -> Vec<Scalar> {
-    let mut out = Vec::new();
-    for (v, d) in parts {
-        match d {
-            None => out.extend_from_slice(v),
-            Some(d) => out.extend(
-                v.iter()
-                    .enumerate()
-                    .filter(|(i, _)| d.get(*i))
-                    .map(|(_, s)| *s),
-            ),
+    /// A backend on `dev` with `cfg`. Nothing is allocated until the first compute or
+    /// [`GpuBackend::preload`].
+    pub fn with_config(dev: Arc<Device>, cfg: GpuBackendConfig) -> GpuBackend {
+        GpuBackend {
+            pinned: PinnedPool::new(dev.clone()),
+            slots: SlotPool::new(cfg.workers),
+            dev,
+            cfg,
+            token: ComputeToken::new(),
+            shared: Mutex::new(None),
+            shared_bytes: Default::default(),
+            srs: ResidentSet::default(),
+            fault: Mutex::new(None),
         }
     }
-    out
+
+    /// The configuration.
+    pub fn config(&self) -> &GpuBackendConfig {
+        &self.cfg
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// The device's compute token (held by compute calls around their kernels).
+    pub fn compute_token(&self) -> &ComputeToken {
+        &self.token
+    }
+
+    /// Makes `srs` resident now; returns its device bytes, 0 under [`Residency::Streamed`].
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] when it does not fit the budget (under [`Residency::Auto`]);
+    /// allocation or upload errors.
+    pub fn preload(&self, srs: &Srs) -> Result<u64> {
+        if self.cfg.residency == Residency::Streamed {
+            return Ok(0);
+        }
+        let shape = shape_of_srs(srs);
+        match self.resident_for(srs, &shape)? {
+            Some(r) => Ok(r.bytes()),
+            None => Err(GpuError::Input(format!(
+                "srs of {} bytes does not fit the vram budget",
+                resident_size(srs)
+            ))),
+        }
+    }
+
+    /// Frees the resident SRSs not in use; returns the bytes released.
+    pub fn evict_all(&self) -> u64 {
+        self.srs.evict_idle(&self.dev)
+    }
+
+    /// Device bytes held by resident SRSs.
+    pub fn resident_bytes(&self) -> u64 {
+        self.srs.bytes()
+    }
+
+    /// SRS uploads made so far (a second prove with the same SRS makes none).
+    pub fn srs_uploads(&self) -> u64 {
+        self.srs.uploads()
+    }
+
+    /// Test hook: the next compute that reaches `stage` ("prepare", "upload", "ntt_h",
+    /// "msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2") issues a launch the driver
+    /// rejects there and fails with `BackendError::Device` naming that stage. One-shot.
+    pub fn inject_fault(&self, stage: &str) {
+        *self.fault.lock() = Some(stage.to_string());
+    }
+
+    fn fault_at(&self, stage: &'static str) -> Result<()> {
+        let hit = {
+            let mut f = self.fault.lock();
+            if f.as_deref() == Some(stage) {
+                f.take()
+            } else {
+                None
+            }
+        };
+        match hit {
+            Some(_) => {
+                tracing::warn!(gpu = self.dev.ordinal(), stage, "injected fault");
+                self.dev.invalid_launch()
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The resident copy of `srs`, loading it if the residency policy and budget allow.
+    fn resident_for(&self, srs: &Srs, shape: &SlotShape) -> Result<Option<Arc<ResidentSrs>>> {
+        if self.cfg.residency == Residency::Streamed {
+            return Ok(None);
+        }
+        let fp = fingerprint(srs);
+        self.srs
+            .get_or_load(&self.dev, &self.pinned, srs, &fp, |need| {
+                let budget = match self.cfg.vram_budget_bytes {
+                    Some(b) => b,
+                    None => {
+                        let (free, _) = self.dev.mem_info()?;
+                        let grow = (shared_need(shape, true, 0) as u64).saturating_sub(
+                            self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed),
+                        );
+                        let reserve = self.slots.unmade() as u64 * shape.bytes() as u64
+                            + grow
+                            + BUDGET_MARGIN;
+                        self.srs.bytes() + free.saturating_sub(reserve)
+                    }
+                };
+                let fits = self.srs.make_room(&self.dev, need, budget);
+                if !fits {
+                    tracing::info!(
+                        gpu = self.dev.ordinal(),
+                        need,
+                        budget,
+                        "srs does not fit the vram budget"
+                    );
+                }
+                Ok(fits || self.cfg.residency == Residency::Resident)
+            })
+    }
 }
 
 impl Backend for GpuBackend {
@@ -73,11 +239,10 @@ impl Backend for GpuBackend {
         srs: &Srs,
         report: &mut ProveReport,
     ) -> Result<MsmOutputs, BackendError> {
-        let _busy = self.busy.lock();
         let mut stage = "prepare";
-        let r = compute(&self.dev, asg, srs, report, &mut stage);
+        let r = self.compute_inner(asg, srs, report, &mut stage);
         r.map_err(|e| match e {
-            GpuError::Input(what) => BackendError::Mismatch { what },
+            GpuError::Input(what) if stage == "prepare" => BackendError::Mismatch { what },
             other => BackendError::Device {
                 device: format!("gpu:{}", self.dev.ordinal()),
                 stage: stage.to_string(),
@@ -85,21 +250,52 @@ impl Backend for GpuBackend {
             },
         })
     }
+
+    fn owns_compute_token(&self) -> bool {
+        true
+    }
 }
 
-fn compute(
-    dev: &Arc<Device>,
-    asg: &Assignment,
-    srs: &Srs,
-    report: &mut ProveReport,
-    stage: &mut &'static str,
-) -> Result<MsmOutputs> {
+/// The slot shape an SRS implies (domain from the H query: n − 1 points).
+fn shape_of_srs(srs: &Srs) -> SlotShape {
+    SlotShape {
+        lg: (srs.h.len() + 1).next_power_of_two().trailing_zeros(),
+        n_l: srs.l.len(),
+        n_a: srs.a.len(),
+        n_b: srs.b_g1.len(),
+    }
+}
+
+/// Bytes of the shared arena: NTT tables plus the sums' scratch (resident) or the two
+/// chunk buffers and one chunk's scratch (streamed).
+fn shared_need(shape: &SlotShape, resident: bool, chunk: usize) -> usize {
+    let n = 1usize << shape.lg;
+    let max_q = n.max(shape.n_l).max(shape.n_a).max(shape.n_b);
+    let sums = if resident {
+        sum_scratch_bytes(max_q)
+    } else {
+        2 * chunk * G2_AFFINE_BYTES + sum_scratch_bytes(chunk) + 2 * ALIGN
+    };
+    NttPlan::table_bytes(shape.lg) + sums + (8 << 20)
+}
+
+/// Number of set bits among the first `len` of `d`.
+fn density_count(d: &Density, len: usize) -> usize {
+    if d.len() == len {
+        d.count_ones()
+    } else {
+        (0..len.min(d.len())).filter(|&i| d.get(i)).count()
+    }
+}
+
+/// The shape of `asg`, checked against the parameters.
+fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
     let lg = asg.lg_domain();
     let n = 1usize << lg;
     let rows = asg.n_rows();
-    if asg.b.len() != rows || asg.c.len() != rows {
+    if asg.b.len() != rows || asg.c.len() != rows || rows > n {
         return Err(GpuError::Input(format!(
-            "a, b, c have {}, {}, {} rows",
+            "a, b, c have {}, {}, {} rows for a domain of {n}",
             rows,
             asg.b.len(),
             asg.c.len()
@@ -111,20 +307,18 @@ fn compute(
             srs.h.len()
         )));
     }
-    let l_s = compact(&[(&asg.aux_assignment, None)]);
-    let a_s = compact(&[
-        (&asg.input_assignment, None),
-        (&asg.aux_assignment, Some(&asg.a_aux_density)),
-    ]);
-    let b_s = compact(&[
-        (&asg.input_assignment, Some(&asg.b_input_density)),
-        (&asg.aux_assignment, Some(&asg.b_aux_density)),
-    ]);
+    let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
+    let shape = SlotShape {
+        lg,
+        n_l: nx,
+        n_a: ni + density_count(&asg.a_aux_density, nx),
+        n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
+    };
     for (name, got, want) in [
-        ("l", l_s.len(), srs.l.len()),
-        ("a", a_s.len(), srs.a.len()),
-        ("b_g1", b_s.len(), srs.b_g1.len()),
-        ("b_g2", b_s.len(), srs.b_g2.len()),
+        ("l", shape.n_l, srs.l.len()),
+        ("a", shape.n_a, srs.a.len()),
+        ("b_g1", shape.n_b, srs.b_g1.len()),
+        ("b_g2", shape.n_b, srs.b_g2.len()),
     ] {
         if got != want {
             return Err(GpuError::Input(format!(
@@ -132,204 +326,408 @@ fn compute(
             )));
         }
     }
-
-    let t = Instant::now();
-    let max_q = [l_s.len(), a_s.len(), b_s.len(), srs.h.len()]
-        .into_iter()
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let base_bytes = (srs
-        .h
-        .len()
-        .max(srs.l.len())
-        .max(srs.a.len())
-        .max(srs.b_g1.len())
-        * G1_AFFINE_BYTES)
-        .max(srs.b_g2.len() * G2_AFFINE_BYTES)
-        .max(G1_AFFINE_BYTES);
-    let scratch_len = 2 * scratch_bytes(Group::G2, max_q) + max_q * 48 + (64 << 20);
-    let arena_bytes = 3 * n * FR_BYTES
-        + NttPlan::table_bytes(lg)
-        + base_bytes
-        + max_q * FR_BYTES
-        + scratch_len
-        + (8 << 20);
-    let arena = VramArena::new(dev.clone(), arena_bytes)?;
-    let abc = [
-        arena.alloc(n * FR_BYTES)?,
-        arena.alloc(n * FR_BYTES)?,
-        arena.alloc(n * FR_BYTES)?,
-    ];
-    let bases = arena.alloc(base_bytes)?;
-    let scal = arena.alloc(max_q * FR_BYTES)?;
-    let mut scratch = arena.scratch(scratch_len)?;
-    let plan = NttPlan::new(dev, &arena, lg)?;
-    report.push("gpu_setup", t.elapsed());
-
-    // H = (A·B − C)/Z: per vector iNTT (natural → bit-reversed), coset NTT back to natural
-    // order on g·H, then a·b − c times 1/(g^n − 1), then the inverse coset NTT.
-    *stage = "ntt_h";
-    let t = Instant::now();
-    for (r, v) in abc.iter().zip([&asg.a, &asg.b, &asg.c]) {
-        dev.memset_zero(r)?;
-        dev.upload(r, as_bytes(v))?;
-        plan.run(
-            dev,
-            r,
-            NttOptions {
-                direction: Direction::Inverse,
-                coset: false,
-                input: Order::Natural,
-                output: Order::BitReversed,
-            },
-        )?;
-        plan.run(
-            dev,
-            r,
-            NttOptions {
-                direction: Direction::Forward,
-                coset: true,
-                input: Order::BitReversed,
-                output: Order::Natural,
-            },
-        )?;
-    }
-    let g_n = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]);
-    let z_inv = (g_n - Scalar::ONE).invert().unwrap_or(Scalar::ZERO); // g^n ≠ 1: g is not in the domain
-    let (pa, pb, pc, nn, zw) = (
-        abc[0].ptr(),
-        abc[1].ptr(),
-        abc[2].ptr(),
-        n as u64,
-        scalar_words(&z_inv),
-    );
-    // SAFETY: fr_ab_minus_c(fr_t* a, const fr_t* b, const fr_t* c, u64 n, fr_t zinv); the
-    // three regions hold n elements each; the grid covers n threads, each checks i < n.
-    launch!(
-        dev,
-        KernelId::Ntt,
-        "fr_ab_minus_c",
-        Device::grid(nn, 256),
-        &pa,
-        &pb,
-        &pc,
-        &nn,
-        &zw
-    )?;
-    plan.run(dev, &abc[0], NttOptions::natural(Direction::Inverse, true))?;
-    dev.sync_compute()?;
-    report.push("ntt_h", t.elapsed());
-
-    *stage = "msm_h";
-    let t = Instant::now();
-    dev.upload(&bases, as_bytes(&srs.h))?;
-    scratch.reset();
-    let h = msm_g1(dev, &scratch, &bases, None, &abc[0], srs.h.len())?;
-    report.push("msm_h", t.elapsed());
-
-    *stage = "msm_l";
-    let t = Instant::now();
-    let l = split(
-        dev,
-        &mut scratch,
-        &bases,
-        &scal,
-        &srs.l,
-        &l_s,
-        batch_add_g1,
-        msm_g1,
-    )?;
-    report.push("msm_l", t.elapsed());
-    *stage = "msm_a";
-    let t = Instant::now();
-    let a = split(
-        dev,
-        &mut scratch,
-        &bases,
-        &scal,
-        &srs.a,
-        &a_s,
-        batch_add_g1,
-        msm_g1,
-    )?;
-    report.push("msm_a", t.elapsed());
-    *stage = "msm_b_g1";
-    let t = Instant::now();
-    let b_g1 = split(
-        dev,
-        &mut scratch,
-        &bases,
-        &scal,
-        &srs.b_g1,
-        &b_s,
-        batch_add_g1,
-        msm_g1,
-    )?;
-    report.push("msm_b_g1", t.elapsed());
-    *stage = "msm_b_g2";
-    let t = Instant::now();
-    let b_g2 = split(
-        dev,
-        &mut scratch,
-        &bases,
-        &scal,
-        &srs.b_g2,
-        &b_s,
-        batch_add_g2,
-        msm_g2,
-    )?;
-    report.push("msm_b_g2", t.elapsed());
-    Ok(MsmOutputs {
-        h,
-        l,
-        a,
-        b_g1,
-        b_g2,
-    })
+    Ok(shape)
 }
 
-/// Σ s_i·P_i as batch_add(bases with s = 1) + MSM(others through their indices), in the
-/// group whose `batch_add` and `msm` are given (G1: `batch_add_g1`/`msm_g1`, G2: `_g2`).
-#[allow(clippy::too_many_arguments)]
-fn split<P: group::Group, A: crate::layout::Plain>(
-    dev: &Device,
-    scratch: &mut Scratch<'_>,
-    bases: &DevRegion<'_>,
-    scal: &DevRegion<'_>,
-    points: &[A],
-    s: &[Scalar],
-    batch_add: impl Fn(
-        &Device,
-        &Scratch<'_>,
-        &DevRegion<'_>,
-        Option<&DevRegion<'_>>,
-        usize,
-    ) -> Result<P>,
-    msm: impl Fn(
-        &Device,
-        &Scratch<'_>,
-        &DevRegion<'_>,
-        Option<&DevRegion<'_>>,
-        &DevRegion<'_>,
-        usize,
-    ) -> Result<P>,
-) -> Result<P> {
-    if s.is_empty() {
-        return Ok(P::identity());
+/// Writes `parts` (each filtered by its density when given) into `dst` as raw scalars.
+fn compact_into(dst: &mut [u8], parts: &[(&[Scalar], Option<&Density>)]) {
+    let mut at = 0;
+    for (v, d) in parts {
+        for (i, s) in v.iter().enumerate() {
+            if d.is_none_or(|d| d.get(i)) {
+                dst[at..at + FR_BYTES].copy_from_slice(as_bytes(std::slice::from_ref(s)));
+                at += FR_BYTES;
+            }
+        }
     }
-    dev.upload(bases, as_bytes(points))?;
-    dev.upload(scal, as_bytes(s))?;
-    scratch.reset();
-    let cls = classify(dev, scratch, scal, s.len())?;
-    let ones = batch_add(dev, scratch, bases, Some(&cls.one_idx), cls.n_ones)?;
-    let others = msm(
-        dev,
-        scratch,
-        bases,
-        Some(&cls.other_idx),
-        &cls.other_scalars,
-        cls.n_others,
-    )?;
-    Ok(ones + others)
+}
+
+/// Fills the slot's pinned staging for `asg`: a, b, c zero-padded to the domain and the
+/// three compacted scalar vectors, in the slot layout, the six in parallel.
+fn fill_staging(slot: &mut Slot, shape: &SlotShape, asg: &Assignment) -> Result<()> {
+    let (lay, total) = shape.layout();
+    let buf = slot.staging_mut()?;
+    if buf.len() < total {
+        return Err(GpuError::Input(
+            "slot staging smaller than its layout".into(),
+        ));
+    }
+    let mut rest = &mut buf[..total];
+    let mut parts: Vec<&mut [u8]> = Vec::with_capacity(6);
+    let mut at = 0;
+    for (off, bytes) in lay {
+        let (_, tail) = rest.split_at_mut(off - at);
+        let (mine, tail) = tail.split_at_mut(bytes);
+        parts.push(mine);
+        rest = tail;
+        at = off + bytes;
+    }
+    let [pa, pb, pc, pl, psa, psb]: [&mut [u8]; 6] = parts
+        .try_into()
+        .map_err(|_| GpuError::Input("six slot vectors".into()))?;
+    let evals = |dst: &mut [u8], v: &[Scalar]| {
+        let src = as_bytes(v);
+        crate::residency::copy_parallel(&mut dst[..src.len()], src);
+        dst[src.len()..].fill(0);
+    };
+    rayon::scope(|s| {
+        s.spawn(|_| evals(pa, &asg.a));
+        s.spawn(|_| evals(pb, &asg.b));
+        s.spawn(|_| evals(pc, &asg.c));
+        s.spawn(|_| compact_into(pl, &[(&asg.aux_assignment, None)]));
+        s.spawn(|_| {
+            compact_into(
+                psa,
+                &[
+                    (&asg.input_assignment, None),
+                    (&asg.aux_assignment, Some(&asg.a_aux_density)),
+                ],
+            )
+        });
+        s.spawn(|_| {
+            compact_into(
+                psb,
+                &[
+                    (&asg.input_assignment, Some(&asg.b_input_density)),
+                    (&asg.aux_assignment, Some(&asg.b_aux_density)),
+                ],
+            )
+        });
+    });
+    Ok(())
+}
+
+/// Device-timed stages on the compute stream: an event at each stage's end.
+struct StageTimer<'d> {
+    dev: &'d Device,
+    start: CudaEvent,
+    last: Instant,
+    marks: Vec<(&'static str, CudaEvent, Duration)>,
+}
+
+impl<'d> StageTimer<'d> {
+    fn start(dev: &'d Device) -> Result<StageTimer<'d>> {
+        let start = dev.timing_event()?;
+        dev.record(&start)?;
+        Ok(StageTimer {
+            dev,
+            start,
+            last: Instant::now(),
+            marks: Vec::new(),
+        })
+    }
+
+    fn mark(&mut self, name: &'static str) -> Result<()> {
+        let ev = self.dev.timing_event()?;
+        self.dev.record(&ev)?;
+        let now = Instant::now();
+        self.marks.push((name, ev, now - self.last));
+        self.last = now;
+        Ok(())
+    }
+
+    /// After the stream is synchronized: each stage's host wall and device time.
+    fn finish(self, report: &mut ProveReport) -> Result<()> {
+        let mut prev = &self.start;
+        for (name, ev, wall) in &self.marks {
+            report.push_device(name, *wall, self.dev.elapsed(prev, ev)?);
+            prev = ev;
+        }
+        Ok(())
+    }
+}
+
+/// Where the bases come from in the kernel section.
+enum Bases<'a> {
+    Resident([DevRegion<'a>; 5], DevRegion<'a>),
+    Streamed(StreamBufs<'a>, &'a Srs),
+}
+
+impl Bases<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn sum<P: group::Group>(
+        &mut self,
+        dev: &Arc<Device>,
+        ops: &GroupOps<P>,
+        q: Query,
+        scalars: &DevRegion<'_>,
+        n: usize,
+        split: bool,
+    ) -> Result<P> {
+        let scalars = scalars.slice(0, n * FR_BYTES)?;
+        match self {
+            Bases::Resident(r, scratch) => {
+                sum_resident(dev, scratch, ops, &r[q as usize], &scalars, n, split)
+            }
+            Bases::Streamed(sb, srs) => {
+                let host = match q {
+                    Query::H => as_bytes(&srs.h),
+                    Query::L => as_bytes(&srs.l),
+                    Query::A => as_bytes(&srs.a),
+                    Query::BG1 => as_bytes(&srs.b_g1),
+                    Query::BG2 => as_bytes(&srs.b_g2),
+                };
+                sum_streamed(dev, sb, ops, host, &scalars, n, split)
+            }
+        }
+    }
+}
+
+impl GpuBackend {
+    fn compute_inner(
+        &self,
+        asg: &Assignment,
+        srs: &Srs,
+        report: &mut ProveReport,
+        stage: &mut &'static str,
+    ) -> Result<MsmOutputs> {
+        let dev = &self.dev;
+        *stage = "prepare";
+        let t = Instant::now();
+        let shape = validate(asg, srs)?;
+        self.fault_at("prepare")?;
+        let mut slot = self.slots.take(dev, &self.pinned, &shape)?;
+        fill_staging(&mut slot, &shape, asg)?;
+        report.push("prepare", t.elapsed());
+
+        *stage = "srs";
+        let t = Instant::now();
+        let resident = self.resident_for(srs, &shape)?;
+        report.push("srs", t.elapsed());
+
+        *stage = "upload";
+        self.fault_at("upload")?;
+        let t = Instant::now();
+        let (e0, e1) = (dev.timing_event()?, dev.timing_event()?);
+        dev.record_on_copy(&e0)?;
+        {
+            let used = slot.used_region(&shape)?;
+            let src = &slot.staging()?[..shape.bytes()];
+            // SAFETY: the staging is not written before e1 is waited on right below; the
+            // slot's device buffers are ours alone (no queued kernel uses them: the last
+            // user's final download, or its error path, synchronized the compute stream).
+            unsafe { dev.upload_on_copy(&used, src)? };
+        }
+        dev.record_on_copy(&e1)?;
+        dev.wait_event(&e1)?;
+        report.push_device("upload", t.elapsed(), dev.elapsed(&e0, &e1)?);
+
+        *stage = "token_wait";
+        let t = Instant::now();
+        let token = self.token.acquire();
+        report.push("token_wait", t.elapsed());
+        let held = Instant::now();
+        let mut shared = self.shared.lock();
+        let out = self.kernels(
+            &mut shared,
+            &slot,
+            &shape,
+            srs,
+            resident.as_deref(),
+            report,
+            stage,
+        );
+        if out.is_err() {
+            // Queued kernels may still use the slot and the scratch: let them drain before
+            // the slot goes back and the token passes on (errors here are secondary).
+            let _ = dev.sync_compute();
+        }
+        report.token_held = Some(held.elapsed());
+        drop(shared);
+        drop(token);
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn kernels(
+        &self,
+        shared: &mut Option<Shared>,
+        slot: &Slot,
+        shape: &SlotShape,
+        srs: &Srs,
+        resident: Option<&ResidentSrs>,
+        report: &mut ProveReport,
+        stage: &mut &'static str,
+    ) -> Result<MsmOutputs> {
+        let dev = &self.dev;
+        *stage = "gpu_setup";
+        let t = Instant::now();
+        let n = 1usize << shape.lg;
+        let max_q = n.max(shape.n_l).max(shape.n_a).max(shape.n_b);
+        let chunk = self.cfg.stream_chunk_points.clamp(1, max_q);
+        let need = shared_need(shape, resident.is_some(), chunk);
+        if shared.as_ref().is_none_or(|s| s.arena.size() < need) {
+            // Free the old one first: both may not fit.
+            let old = shared.take().map(|s| s.arena.size());
+            tracing::info!(gpu = dev.ordinal(), bytes = need, old_bytes = ?old, "shared scratch made");
+            *shared = Some(Shared {
+                arena: VramArena::new(dev.clone(), need)?,
+                stream_pins: None,
+            });
+            self.shared_bytes
+                .store(need as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        let sh = shared
+            .as_mut()
+            .ok_or_else(|| GpuError::Input("shared scratch missing".into()))?;
+        if resident.is_none() {
+            let pin_bytes = chunk * G2_AFFINE_BYTES;
+            if sh
+                .stream_pins
+                .as_ref()
+                .is_none_or(|p| p.iter().any(|b| b.len() < pin_bytes))
+            {
+                sh.stream_pins = None;
+                sh.stream_pins = Some([self.pinned.take(pin_bytes)?, self.pinned.take(pin_bytes)?]);
+            }
+        }
+        sh.arena.reset();
+        let arena = &sh.arena;
+        let plan = NttPlan::new(dev, arena, shape.lg)?;
+        let mut timer = StageTimer::start(dev)?;
+        report.push("gpu_setup", t.elapsed());
+
+        // H = (A·B − C)/Z: per vector iNTT (natural → bit-reversed), coset NTT back to natural
+        // order on g·H, then a·b − c times 1/(g^n − 1), then the inverse coset NTT.
+        *stage = "ntt_h";
+        self.fault_at("ntt_h")?;
+        let abc = [
+            slot.region(shape, SlotVec::A)?,
+            slot.region(shape, SlotVec::B)?,
+            slot.region(shape, SlotVec::C)?,
+        ];
+        for r in &abc {
+            plan.run(
+                dev,
+                r,
+                NttOptions {
+                    direction: Direction::Inverse,
+                    coset: false,
+                    input: Order::Natural,
+                    output: Order::BitReversed,
+                },
+            )?;
+            plan.run(
+                dev,
+                r,
+                NttOptions {
+                    direction: Direction::Forward,
+                    coset: true,
+                    input: Order::BitReversed,
+                    output: Order::Natural,
+                },
+            )?;
+        }
+        let g_n = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]);
+        let z_inv = (g_n - Scalar::ONE).invert().unwrap_or(Scalar::ZERO); // g^n ≠ 1: g is not in the domain
+        let (pa, pb, pc, nn, zw) = (
+            abc[0].ptr(),
+            abc[1].ptr(),
+            abc[2].ptr(),
+            n as u64,
+            scalar_words(&z_inv),
+        );
+        // SAFETY: fr_ab_minus_c(fr_t* a, const fr_t* b, const fr_t* c, u64 n, fr_t zinv); the
+        // three regions hold n elements each; the grid covers n threads, each checks i < n.
+        launch!(
+            dev,
+            KernelId::Ntt,
+            "fr_ab_minus_c",
+            Device::grid(nn, 256),
+            &pa,
+            &pb,
+            &pc,
+            &nn,
+            &zw
+        )?;
+        plan.run(dev, &abc[0], NttOptions::natural(Direction::Inverse, true))?;
+        timer.mark("ntt_h")?;
+
+        let used = arena.used().next_multiple_of(ALIGN);
+        let rest = arena.size().saturating_sub(used);
+        let mut bases = match resident {
+            Some(r) => {
+                let scratch = arena.region(used, rest)?;
+                return r.with_regions(|q| {
+                    let mut b = Bases::Resident(q, scratch);
+                    self.sums(&mut b, slot, shape, srs, abc[0], &mut timer, stage)
+                        .and_then(|o| {
+                            dev.sync_compute()?;
+                            timer.finish(report)?;
+                            Ok(o)
+                        })
+                });
+            }
+            None => {
+                let bufb = chunk * G2_AFFINE_BYTES;
+                let d0 = arena.region(used, bufb)?;
+                let d1 = arena.region((used + bufb).next_multiple_of(ALIGN), bufb)?;
+                let s_at = (used + bufb).next_multiple_of(ALIGN) + bufb;
+                let s_at = s_at.next_multiple_of(ALIGN);
+                let scratch = arena.region(s_at, arena.size().saturating_sub(s_at))?;
+                let pins = sh
+                    .stream_pins
+                    .as_mut()
+                    .ok_or_else(|| GpuError::Input("stream staging missing".into()))?;
+                Bases::Streamed(
+                    StreamBufs {
+                        device: [d0, d1],
+                        pinned: pins,
+                        scratch,
+                        chunk,
+                    },
+                    srs,
+                )
+            }
+        };
+        let o = self.sums(&mut bases, slot, shape, srs, abc[0], &mut timer, stage)?;
+        dev.sync_compute()?;
+        timer.finish(report)?;
+        Ok(o)
+    }
+
+    /// The five query sums, each a timed stage.
+    #[allow(clippy::too_many_arguments)]
+    fn sums(
+        &self,
+        bases: &mut Bases<'_>,
+        slot: &Slot,
+        shape: &SlotShape,
+        srs: &Srs,
+        h_coeffs: DevRegion<'_>,
+        timer: &mut StageTimer<'_>,
+        stage: &mut &'static str,
+    ) -> Result<MsmOutputs> {
+        let dev = &self.dev;
+        *stage = "msm_h";
+        self.fault_at("msm_h")?;
+        let h = bases.sum(dev, &G1_OPS, Query::H, &h_coeffs, srs.h.len(), false)?;
+        timer.mark("msm_h")?;
+        *stage = "msm_l";
+        self.fault_at("msm_l")?;
+        let ls = slot.region(shape, SlotVec::L)?;
+        let l = bases.sum(dev, &G1_OPS, Query::L, &ls, shape.n_l, true)?;
+        timer.mark("msm_l")?;
+        *stage = "msm_a";
+        self.fault_at("msm_a")?;
+        let as_ = slot.region(shape, SlotVec::ScalarsA)?;
+        let a = bases.sum(dev, &G1_OPS, Query::A, &as_, shape.n_a, true)?;
+        timer.mark("msm_a")?;
+        let bs = slot.region(shape, SlotVec::ScalarsB)?;
+        *stage = "msm_b_g1";
+        self.fault_at("msm_b_g1")?;
+        let b_g1 = bases.sum(dev, &G1_OPS, Query::BG1, &bs, shape.n_b, true)?;
+        timer.mark("msm_b_g1")?;
+        *stage = "msm_b_g2";
+        self.fault_at("msm_b_g2")?;
+        let b_g2 = bases.sum(dev, &G2_OPS, Query::BG2, &bs, shape.n_b, true)?;
+        timer.mark("msm_b_g2")?;
+        Ok(MsmOutputs {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
+    }
 }

@@ -285,6 +285,120 @@ impl Device {
         self.sync_compute()
     }
 
+    /// Enqueues a copy of `src` to device memory at `dst` on the copy stream and returns at
+    /// once (asynchronous when `src` is pinned). Order it with events: record one with
+    /// [`Device::record_on_copy`] and wait on it (host or compute stream) before using
+    /// `dst`, or before writing to or freeing `src`.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if `src` is larger than the region; driver errors.
+    ///
+    /// # Safety
+    /// `src` must stay alive and unmodified until the copy stream has passed this copy,
+    /// and `dst` must not be in use by queued kernels that the copy could race with.
+    pub unsafe fn upload_on_copy(
+        &self,
+        dst: &crate::arena::DevRegion<'_>,
+        src: &[u8],
+    ) -> Result<()> {
+        if src.len() > dst.bytes() {
+            return Err(GpuError::Input(format!(
+                "upload of {} bytes into a {}-byte region",
+                src.len(),
+                dst.bytes()
+            )));
+        }
+        drv(
+            self.ordinal,
+            || "bind context".into(),
+            self.ctx.bind_to_thread(),
+        )?;
+        // SAFETY: dst.ptr() is a live device allocation of at least src.len() bytes; the
+        // caller keeps src alive until the copy stream passes this copy (# Safety above).
+        let r = unsafe {
+            cudarc::driver::result::memcpy_htod_async(dst.ptr(), src, self.copy.cu_stream())
+        };
+        drv(
+            self.ordinal,
+            || format!("upload {} bytes on copy stream", src.len()),
+            r,
+        )
+    }
+
+    /// Records `ev` on the copy stream.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn record_on_copy(&self, ev: &CudaEvent) -> Result<()> {
+        drv(
+            self.ordinal,
+            || "record event on copy stream".into(),
+            ev.record(&self.copy),
+        )
+    }
+
+    /// Waits on the host until `ev` has completed.
+    ///
+    /// # Errors
+    /// Driver errors, including asynchronous faults of the work before it.
+    pub fn wait_event(&self, ev: &CudaEvent) -> Result<()> {
+        drv(self.ordinal, || "wait for event".into(), ev.synchronize())
+    }
+
+    /// Milliseconds between two completed events.
+    ///
+    /// # Errors
+    /// Driver errors (e.g. an event not yet recorded).
+    pub fn elapsed(&self, start: &CudaEvent, end: &CudaEvent) -> Result<std::time::Duration> {
+        let ms = drv(
+            self.ordinal,
+            || "event timing".into(),
+            start.elapsed_ms(end),
+        )?;
+        Ok(std::time::Duration::from_secs_f64(
+            f64::from(ms.max(0.0)) / 1e3,
+        ))
+    }
+
+    /// Free and total device memory in bytes. A device-wide query: for start-up and SRS
+    /// admission, never the hot path.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn mem_info(&self) -> Result<(u64, u64)> {
+        drv(
+            self.ordinal,
+            || "bind context".into(),
+            self.ctx.bind_to_thread(),
+        )?;
+        let (free, total) = drv(
+            self.ordinal,
+            || "memory info".into(),
+            self.ctx.mem_get_info(),
+        )?;
+        Ok((free as u64, total as u64))
+    }
+
+    /// Issues a launch the driver rejects (a block of 4096 threads, above the 1024 limit):
+    /// a real, non-sticky launch error for fault-injection tests. Always returns `Err`.
+    ///
+    /// # Errors
+    /// The driver's launch error (or [`GpuError::Input`] if the driver accepted it).
+    pub fn invalid_launch(&self) -> Result<()> {
+        let bad = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (4096, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (out, base, count) = (0u64, [0u32; 8], 0u32);
+        // SAFETY: ntt_powers(fr_t* out, fr_t base, u32 count) in ntt.cu; count = 0, so even
+        // a launch the driver accepted would touch no memory through the null `out`.
+        launch!(self, KernelId::Ntt, "ntt_powers", bad, &out, &base, &count)?;
+        Err(GpuError::Input(
+            "the driver accepted a 4096-thread block".into(),
+        ))
+    }
+
     /// Copies device memory at `src` into `dst` after the compute stream's queued work.
     ///
     /// # Errors

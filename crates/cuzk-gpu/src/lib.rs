@@ -7,6 +7,7 @@
 
 pub mod arena;
 pub mod backend;
+pub mod backend_bench;
 pub mod bench;
 pub mod check;
 pub mod classify;
@@ -18,10 +19,13 @@ pub mod layout;
 pub mod msm;
 pub mod ntt;
 pub mod pinned;
+pub mod residency;
+pub mod slots;
+pub mod sums;
 pub mod testdata;
 
 pub use arena::{DevRegion, Scratch, VramArena};
-pub use backend::GpuBackend;
+pub use backend::{GpuBackend, GpuBackendConfig, Residency};
 pub use device::{device_count, driver_available, Device};
 pub use error::{GpuError, Result};
 pub use fixed_base::GpuFixedBase;

@@ -1,6 +1,7 @@
 //! [`PinnedPool`]: page-locked host buffers made once and reused across calls (pinned
 //! uploads run at PCIe rate; registering or allocating pinned memory per call stalls the
-//! driver, see ../shared/lessons.md).
+//! driver, see ../shared/lessons.md). A [`PinnedBuf`] owns a handle on its pool, so the
+//! backend can keep one in a long-lived slot.
 
 use std::sync::Arc;
 
@@ -17,18 +18,18 @@ pub struct PinnedPool {
 }
 
 /// A pinned buffer taken from a pool; it goes back to the pool on drop.
-pub struct PinnedBuf<'p> {
-    pool: &'p PinnedPool,
+pub struct PinnedBuf {
+    pool: Arc<PinnedPool>,
     buf: Option<PinnedHostSlice<u8>>,
 }
 
 impl PinnedPool {
     /// An empty pool for `dev`.
-    pub fn new(dev: Arc<Device>) -> PinnedPool {
-        PinnedPool {
+    pub fn new(dev: Arc<Device>) -> Arc<PinnedPool> {
+        Arc::new(PinnedPool {
             dev,
             free: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// Makes `count` buffers of `bytes` each now (start-up, not the hot path).
@@ -37,16 +38,7 @@ impl PinnedPool {
     /// Driver errors (out of pinned memory).
     pub fn reserve(&self, count: usize, bytes: usize) -> Result<()> {
         for _ in 0..count {
-            // SAFETY: the allocation starts uninitialized; it is zero-filled right below,
-            // before anything can read it.
-            let mut b = drv(
-                self.dev.ordinal(),
-                || format!("pinned alloc {bytes}"),
-                unsafe { self.dev.context().alloc_pinned_with_flags::<u8>(bytes, 0) },
-            )?;
-            if let Ok(s) = b.as_mut_slice() {
-                s.fill(0);
-            }
+            let b = self.alloc(bytes)?;
             self.free.lock().push(b);
         }
         tracing::info!(
@@ -58,34 +50,70 @@ impl PinnedPool {
         Ok(())
     }
 
-    /// A buffer of at least `bytes` bytes, from the pool when one fits, else newly made.
+    fn alloc(&self, bytes: usize) -> Result<PinnedHostSlice<u8>> {
+        // SAFETY: the allocation starts uninitialized; it is zero-filled right below,
+        // before anything can read it.
+        let mut b = drv(
+            self.dev.ordinal(),
+            || format!("pinned alloc {bytes}"),
+            unsafe {
+                self.dev
+                    .context()
+                    .alloc_pinned_with_flags::<u8>(bytes.max(1), 0)
+            },
+        )?;
+        if let Ok(s) = b.as_mut_slice() {
+            s.fill(0);
+        }
+        Ok(b)
+    }
+
+    /// Bytes held by the buffers now in the pool (not those taken).
+    pub fn free_bytes(&self) -> usize {
+        self.free.lock().iter().map(|b| b.len()).sum()
+    }
+
+    /// A buffer of at least `bytes` bytes: the smallest pooled one that fits, else a new
+    /// one (logged: that is an allocation the caller should have reserved).
     ///
     /// # Errors
     /// Driver errors.
-    pub fn take(&self, bytes: usize) -> Result<PinnedBuf<'_>> {
+    pub fn take(self: &Arc<Self>, bytes: usize) -> Result<PinnedBuf> {
         let found = {
             let mut free = self.free.lock();
-            free.iter()
-                .position(|b| b.len() >= bytes)
-                .map(|i| free.swap_remove(i))
+            let best = free
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.len() >= bytes)
+                .min_by_key(|(_, b)| b.len())
+                .map(|(i, _)| i);
+            best.map(|i| free.swap_remove(i))
         };
         let buf = match found {
             Some(b) => b,
             None => {
-                self.reserve(1, bytes)?;
-                let mut free = self.free.lock();
-                let i = free.iter().position(|b| b.len() >= bytes).unwrap_or(0);
-                free.swap_remove(i)
+                tracing::info!(gpu = self.dev.ordinal(), bytes, "pinned host buffer made");
+                self.alloc(bytes)?
             }
         };
         Ok(PinnedBuf {
-            pool: self,
+            pool: self.clone(),
             buf: Some(buf),
         })
     }
 }
 
-impl PinnedBuf<'_> {
+impl PinnedBuf {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.buf.as_ref().map_or(0, |b| b.len())
+    }
+
+    /// Whether the buffer has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The buffer's bytes.
     ///
     /// # Errors
@@ -97,9 +125,21 @@ impl PinnedBuf<'_> {
             None => Ok(&mut []),
         }
     }
+
+    /// The buffer's bytes, read-only.
+    ///
+    /// # Errors
+    /// Driver errors from synchronizing with a pending copy.
+    pub fn as_slice(&self) -> Result<&[u8]> {
+        let ord = self.pool.dev.ordinal();
+        match self.buf.as_ref() {
+            Some(b) => drv(ord, || "pinned slice".into(), b.as_slice()),
+            None => Ok(&[]),
+        }
+    }
 }
 
-impl Drop for PinnedBuf<'_> {
+impl Drop for PinnedBuf {
     fn drop(&mut self) {
         if let Some(b) = self.buf.take() {
             self.pool.free.lock().push(b);

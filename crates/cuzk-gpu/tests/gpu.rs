@@ -54,3 +54,183 @@ fn msm_classify_batch_add_match_blstrs() {
     let Some(dev) = device() else { return };
     assert_all(&check_msm(&dev, seed(), 10007).expect("device error"));
 }
+
+// ---- The GPU backend (issue #4): whole proofs, residency, faults, concurrency. ----
+
+use cuzk_gpu::{GpuBackend, GpuBackendConfig, Residency};
+use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
+use cuzk_groth16::{
+    paramgen, prove, synthesize, verify, Assignment, Backend, BackendError, CpuBackend,
+    ProveReport, Scalar, Srs,
+};
+use ff::Field;
+use rand_chacha::rand_core::SeedableRng;
+
+/// Parameters (made on the device) and a witness for a synthetic circuit of 2^lg rows.
+fn circuit(dev: &Arc<Device>, lg: u32, seed: u64) -> (Srs, Assignment) {
+    let c = SyntheticCircuit::with_log_n(lg, seed, SyntheticShape::default()).expect("circuit");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
+    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+    let asg = synthesize(c.with_witness_seed(seed ^ 1)).expect("synthesis");
+    (srs, asg)
+}
+
+/// A proof with random r, s through `b`, checked by bellperson's verifier.
+fn proves(b: &dyn Backend, srs: &Srs, asg: &Assignment, seed: u64) -> ProveReport {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ 0x5eed);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let (proof, report) =
+        prove(asg, srs, r, s, b).unwrap_or_else(|e| panic!("seed {seed}: prove failed: {e}"));
+    let ok = verify(&srs.vk, &proof, &asg.input_assignment[1..]).expect("verifier input");
+    assert!(ok, "seed {seed}: {} proof rejected", b.name());
+    report
+}
+
+fn backend(dev: &Arc<Device>, residency: Residency, chunk: usize) -> GpuBackend {
+    GpuBackend::with_config(
+        dev.clone(),
+        GpuBackendConfig {
+            residency,
+            stream_chunk_points: chunk,
+            ..GpuBackendConfig::default()
+        },
+    )
+}
+
+#[test]
+fn gpu_proofs_verify_resident_and_streamed() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    for lg in [10u32, 16] {
+        let (srs, asg) = circuit(&dev, lg, seed);
+        // Odd chunk sizes: several chunks and a short last one.
+        let chunk = if lg == 10 { 300 } else { 20_011 };
+        for residency in [Residency::Resident, Residency::Streamed] {
+            let b = backend(&dev, residency, chunk);
+            let rep = proves(&b, &srs, &asg, seed);
+            assert!(rep.token_held.is_some());
+            let names: Vec<&str> = rep.stages.iter().map(|s| s.name.as_str()).collect();
+            assert!(names.contains(&"token_wait") && names.contains(&"msm_b_g2"));
+            let want = u64::from(residency == Residency::Resident);
+            assert_eq!(b.srs_uploads(), want, "2^{lg} {residency:?}");
+        }
+    }
+}
+
+#[test]
+fn cpu_and_gpu_proofs_both_verify_with_equal_sums() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let (srs, asg) = circuit(&dev, 12, seed);
+    let gpu = GpuBackend::new(dev.clone());
+    proves(&CpuBackend::new(), &srs, &asg, seed);
+    proves(&gpu, &srs, &asg, seed);
+    let c = CpuBackend::new()
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("cpu");
+    let g = gpu
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("gpu");
+    assert_eq!(c, g, "seed {seed}");
+    let streamed = backend(&dev, Residency::Streamed, 1000);
+    let s = streamed
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("gpu streamed");
+    assert_eq!(c, s, "seed {seed}: streamed");
+}
+
+#[test]
+fn srs_stays_resident_across_proofs() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let (srs, asg) = circuit(&dev, 11, seed);
+    let b = GpuBackend::new(dev.clone());
+    proves(&b, &srs, &asg, seed);
+    proves(&b, &srs, &asg, seed + 1);
+    assert_eq!(b.srs_uploads(), 1);
+    assert!(b.resident_bytes() > 0);
+    let before = b.resident_bytes();
+    assert_eq!(b.evict_all(), before);
+    assert_eq!(b.resident_bytes(), 0);
+    let bytes = b.preload(&srs).expect("preload");
+    assert_eq!(bytes, b.resident_bytes());
+    assert_eq!(b.srs_uploads(), 2);
+    proves(&b, &srs, &asg, seed + 2);
+    assert_eq!(b.srs_uploads(), 2);
+}
+
+#[test]
+fn srs_over_budget_is_streamed() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let (srs, asg) = circuit(&dev, 10, seed);
+    let b = GpuBackend::with_config(
+        dev.clone(),
+        GpuBackendConfig {
+            vram_budget_bytes: Some(1 << 10),
+            stream_chunk_points: 257,
+            ..GpuBackendConfig::default()
+        },
+    );
+    proves(&b, &srs, &asg, seed);
+    assert_eq!(b.srs_uploads(), 0);
+    assert!(matches!(b.preload(&srs), Err(cuzk_gpu::GpuError::Input(_))));
+}
+
+// See: #4 (a device error fails the partition, not the device).
+#[test]
+fn injected_fault_fails_one_prove_then_device_recovers() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let (srs, asg) = circuit(&dev, 10, seed);
+    for (residency, stage) in [
+        (Residency::Resident, "msm_l"),
+        (Residency::Resident, "ntt_h"),
+        (Residency::Streamed, "msm_b_g2"),
+        (Residency::Auto, "upload"),
+    ] {
+        let b = backend(&dev, residency, 300);
+        b.inject_fault(stage);
+        let err = b
+            .compute(&asg, &srs, &mut ProveReport::default())
+            .expect_err("fault injected");
+        match err {
+            BackendError::Device { stage: s, .. } => assert_eq!(s, stage),
+            other => panic!("{stage}: expected a device error, got {other:?}"),
+        }
+        // Token and slot were released: two more proves (both slots) succeed.
+        proves(&b, &srs, &asg, seed);
+        proves(&b, &srs, &asg, seed + 1);
+    }
+}
+
+#[test]
+fn two_threads_prove_concurrently_on_one_backend() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let (srs, asg) = circuit(&dev, 14, seed);
+    let asg2 = synthesize(
+        SyntheticCircuit::with_log_n(14, seed, SyntheticShape::default())
+            .expect("circuit")
+            .with_witness_seed(seed ^ 7),
+    )
+    .expect("synthesis");
+    let b = GpuBackend::new(dev.clone());
+    assert!(b.owns_compute_token());
+    std::thread::scope(|s| {
+        let t1 = s.spawn(|| {
+            for i in 0..3 {
+                proves(&b, &srs, &asg, seed + i);
+            }
+        });
+        let t2 = s.spawn(|| {
+            for i in 0..3 {
+                proves(&b, &srs, &asg2, seed + 10 + i);
+            }
+        });
+        t1.join().expect("thread 1");
+        t2.join().expect("thread 2");
+    });
+    assert_eq!(b.srs_uploads(), 1);
+}
