@@ -1,0 +1,665 @@
+//! `cuzk-supraseal-bench`: the SupraSeal C2 baseline for `cuzk bench prove`.
+//!
+//! Proves cuzk's synthetic PoRep-shaped circuit with bellperson 0.27's `cuda-supraseal`
+//! prover (SupraSeal C2 on the GPU, what Filecoin operators run today), driven over a
+//! line protocol on stdin/stdout so that the `cuzk` binary can alternate its own
+//! provers' runs with this one in a single session. The protocol is documented in
+//! README.md next to this crate; in short:
+//!
+//! ```text
+//! cuzk-supraseal-bench --params FILE --log-n K [--seed S] [--witness-seed W]
+//!   -> {"event":"ready","load_ms":..,"warmup_ms":..,...}
+//! prove R_HEX S_HEX            (r, s: 32-byte little-endian scalars in hex)
+//!   -> {"event":"proof","ms":..,"synth_ms":..,"proof_hex":"..",...}
+//! quit                          -> exit 0
+//! any failure                   -> {"event":"error","message":".."}, exit 1
+//! ```
+//!
+//! Protocol lines go to the process's original stdout; anything the C++/CUDA side or a
+//! library prints is redirected to stderr, so stdout carries only protocol lines.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{FromRawFd, RawFd};
+use std::panic::{self, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bellperson::groth16::{
+    create_proof_batch, prepare_verifying_key, verify_proof, PreparedVerifyingKey,
+    SuprasealParameters, VerifyingKey,
+};
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::{Bls12, Scalar};
+use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
+use ec_gpu_gen::multiexp_cpu::DensityTracker;
+use ff::Field;
+use serde_json::json;
+
+const USAGE: &str =
+    "usage: cuzk-supraseal-bench --params FILE --log-n K [--seed S] [--witness-seed W]
+       [--a-density F] [--b-density F] [--bit-fraction F] [--inputs N] [--no-warmup] [--no-verify]
+  --params FILE      bellperson-format parameters for the circuit (`cuzk gen params`)
+  --log-n K          log2 of the circuit's domain (constraints + inputs = 2^K rows)
+  --seed S           structure seed of the synthetic circuit (default 0, as `cuzk prove`)
+  --witness-seed W   witness seed (default: S)
+  --a-density, --b-density, --bit-fraction, --inputs: the shape, as `cuzk prove`
+  --no-warmup        skip the untimed warm-up proof before \"ready\"
+  --no-verify        do not verify proofs (verification is outside the timed region)
+then reads `prove R_HEX S_HEX` / `quit` lines on stdin (see README.md).";
+
+/// Command-line options.
+struct Opts {
+    params: PathBuf,
+    log_n: u32,
+    seed: u64,
+    witness_seed: Option<u64>,
+    a_density: Option<f64>,
+    b_density: Option<f64>,
+    bit_fraction: Option<f64>,
+    inputs: Option<usize>,
+    warmup: bool,
+    verify: bool,
+}
+
+fn parse_args(args: &[String]) -> Result<Opts, String> {
+    let mut params = None;
+    let mut log_n = None;
+    let mut seed = 0u64;
+    let mut witness_seed = None;
+    let (mut a_density, mut b_density, mut bit_fraction, mut inputs) = (None, None, None, None);
+    let mut warmup = true;
+    let mut verify = true;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        // Accept both "--flag value" and "--flag=value".
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => it.next().cloned().ok_or(format!("{name} needs a value")),
+            }
+        };
+        fn num<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
+            v.parse().map_err(|_| format!("{name}: cannot parse {v:?}"))
+        }
+        match flag {
+            "--params" => params = Some(PathBuf::from(value(flag)?)),
+            "--log-n" => log_n = Some(num(flag, value(flag)?)?),
+            "--seed" => seed = num(flag, value(flag)?)?,
+            "--witness-seed" => witness_seed = Some(num(flag, value(flag)?)?),
+            "--a-density" => a_density = Some(num(flag, value(flag)?)?),
+            "--b-density" => b_density = Some(num(flag, value(flag)?)?),
+            "--bit-fraction" => bit_fraction = Some(num(flag, value(flag)?)?),
+            "--inputs" => inputs = Some(num(flag, value(flag)?)?),
+            "--no-warmup" => warmup = false,
+            "--no-verify" => verify = false,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(Opts {
+        params: params.ok_or("--params FILE is required")?,
+        log_n: log_n.ok_or("--log-n K is required")?,
+        seed,
+        witness_seed,
+        a_density,
+        b_density,
+        bit_fraction,
+        inputs,
+        warmup,
+        verify,
+    })
+}
+
+/// The synthetic circuit exactly as `cuzk prove` / `cuzk gen params` build it from the
+/// same flags (crates/cuzk/src/cmd/prove.rs `CircuitArgs::synthetic`).
+fn circuit(o: &Opts) -> Result<SyntheticCircuit, String> {
+    let d = SyntheticShape::default();
+    let shape = SyntheticShape {
+        a_aux_fraction: o.a_density.unwrap_or(d.a_aux_fraction),
+        b_aux_fraction: o.b_density.unwrap_or(d.b_aux_fraction),
+        bit_fraction: o.bit_fraction.unwrap_or(d.bit_fraction),
+        n_inputs: o.inputs,
+        ..d
+    };
+    let c = SyntheticCircuit::with_log_n(o.log_n, o.seed, shape)
+        .map_err(|e| format!("synthetic circuit: {e}"))?;
+    Ok(c.with_witness_seed(o.witness_seed.unwrap_or(c.seed)))
+}
+
+/// bellperson 0.27's `ProvingAssignment` (src/groth16/prover/mod.rs, private there),
+/// copied so that `synth_ms` times exactly the synthesis that bellperson's SupraSeal
+/// path runs before handing the assignment to C2.
+struct ProvingAssignment {
+    a_aux_density: DensityTracker,
+    b_input_density: DensityTracker,
+    b_aux_density: DensityTracker,
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+    c: Vec<Scalar>,
+    input_assignment: Vec<Scalar>,
+    aux_assignment: Vec<Scalar>,
+}
+
+/// bellperson's `lc::eval_with_trackers` (crate-private there).
+fn eval_with_trackers(
+    lc: &LinearCombination<Scalar>,
+    mut input_density: Option<&mut DensityTracker>,
+    mut aux_density: Option<&mut DensityTracker>,
+    input_assignment: &[Scalar],
+    aux_assignment: &[Scalar],
+) -> Scalar {
+    let mut acc = Scalar::ZERO;
+    let one = Scalar::ONE;
+    for (index, coeff) in lc.iter_inputs() {
+        if !coeff.is_zero_vartime() {
+            let mut tmp = input_assignment[*index];
+            if coeff != &one {
+                tmp *= coeff;
+            }
+            acc += tmp;
+            if let Some(ref mut v) = input_density {
+                v.inc(*index);
+            }
+        }
+    }
+    for (index, coeff) in lc.iter_aux() {
+        if !coeff.is_zero_vartime() {
+            let mut tmp = aux_assignment[*index];
+            if coeff != &one {
+                tmp *= coeff;
+            }
+            acc += tmp;
+            if let Some(ref mut v) = aux_density {
+                v.inc(*index);
+            }
+        }
+    }
+    acc
+}
+
+impl ConstraintSystem<Scalar> for ProvingAssignment {
+    type Root = Self;
+
+    fn new() -> Self {
+        ProvingAssignment {
+            a_aux_density: DensityTracker::new(),
+            b_input_density: DensityTracker::new(),
+            b_aux_density: DensityTracker::new(),
+            a: vec![],
+            b: vec![],
+            c: vec![],
+            input_assignment: vec![],
+            aux_assignment: vec![],
+        }
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux_assignment.push(f()?);
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        Ok(Variable(Index::Aux(self.aux_assignment.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input_assignment.push(f()?);
+        self.b_input_density.add_element();
+        Ok(Variable(Index::Input(self.input_assignment.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+        let inp = &self.input_assignment;
+        let aux = &self.aux_assignment;
+        let a_res = eval_with_trackers(&a, None, Some(&mut self.a_aux_density), inp, aux);
+        let b_res = eval_with_trackers(
+            &b,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            inp,
+            aux,
+        );
+        let c_res = c.eval(inp, aux);
+        self.a.push(a_res);
+        self.b.push(b_res);
+        self.c.push(c_res);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// What a synthesis leaves for the caller: the public inputs and the sizes SupraSeal's
+/// C2 checks against the parameters.
+struct Synthesized {
+    /// Public inputs without ONE.
+    inputs: Vec<Scalar>,
+    /// Point counts the parameters must have: (ic, l, a, b_g1).
+    counts: [usize; 4],
+}
+
+/// bellperson's `synthesize_circuits_batch` for one circuit: ONE, the circuit, then an
+/// `input · 0 = 0` row per input.
+fn synthesize(circuit: SyntheticCircuit) -> Result<Synthesized, SynthesisError> {
+    let mut cs = ProvingAssignment::new();
+    cs.alloc_input(|| "", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    for i in 0..cs.input_assignment.len() {
+        cs.enforce(|| "", |lc| lc + Variable(Index::Input(i)), |lc| lc, |lc| lc);
+    }
+    std::hint::black_box((cs.a.len(), cs.b.len(), cs.c.len()));
+    let n_inp = cs.input_assignment.len();
+    Ok(Synthesized {
+        counts: [
+            n_inp,
+            cs.aux_assignment.len(),
+            n_inp + cs.a_aux_density.get_total_density(),
+            cs.b_input_density.get_total_density() + cs.b_aux_density.get_total_density(),
+        ],
+        inputs: cs.input_assignment[1..].to_vec(),
+    })
+}
+
+/// Point counts in a bellperson parameters file: (ic, l, a, b_g1), read from the section
+/// headers (4-byte big-endian counts; G1 points 96 bytes, G2 192, uncompressed).
+fn params_counts(path: &std::path::Path) -> Result<[usize; 4], String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path).map_err(|e| e.to_string())?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    let mut pos = 3 * 96 + 3 * 192; // alpha_g1 beta_g1 beta_g2 gamma_g2 delta_g1 delta_g2
+    let mut count = |f: &mut File, point: u64| -> Result<usize, String> {
+        if pos + 4 > len {
+            return Err(format!("truncated at byte {pos} of {len}"));
+        }
+        f.seek(SeekFrom::Start(pos)).map_err(|e| e.to_string())?;
+        let mut b = [0u8; 4];
+        f.read_exact(&mut b).map_err(|e| e.to_string())?;
+        let n = u32::from_be_bytes(b) as u64;
+        pos += 4 + n * point;
+        Ok(n as usize)
+    };
+    let ic = count(&mut f, 96)?;
+    let _h = count(&mut f, 96)?;
+    let l = count(&mut f, 96)?;
+    let a = count(&mut f, 96)?;
+    let b_g1 = count(&mut f, 96)?;
+    let b_g2 = count(&mut f, 192)?;
+    if pos > len || b_g2 != b_g1 {
+        return Err(format!(
+            "layout mismatch ({pos} bytes expected, file has {len})"
+        ));
+    }
+    Ok([ic, l, a, b_g1])
+}
+
+/// Writes protocol lines to the original stdout (see `protocol_stdout`).
+struct Out(File);
+
+impl Out {
+    fn send(&mut self, v: serde_json::Value) {
+        // A closed pipe leaves nobody to tell: exit quietly then.
+        if writeln!(self.0, "{v}")
+            .and_then(|_| self.0.flush())
+            .is_err()
+        {
+            std::process::exit(1);
+        }
+    }
+
+    fn fail(&mut self, message: String) -> ExitCode {
+        eprintln!("cuzk-supraseal-bench: {message}");
+        self.send(json!({"event": "error", "message": message}));
+        ExitCode::from(1)
+    }
+}
+
+/// Takes fd 1 for the protocol and points fd 1 at stderr, so that printf/std::cout from
+/// the C++/CUDA side (or any library) cannot interleave with protocol lines.
+fn protocol_stdout() -> File {
+    // SAFETY: plain fd duplication at start-up, before any other thread exists; the new
+    // fd is owned by the returned File alone.
+    unsafe {
+        let fd: RawFd = libc::dup(1);
+        if fd < 0 {
+            // Could not duplicate: keep writing to fd 1 itself.
+            return File::from_raw_fd(1);
+        }
+        libc::dup2(2, 1);
+        File::from_raw_fd(fd)
+    }
+}
+
+fn ms(t: Instant) -> f64 {
+    (t.elapsed().as_secs_f64() * 1e3 * 1000.0).round() / 1000.0
+}
+
+fn parse_scalar(hex_str: &str, what: &str) -> Result<Scalar, String> {
+    let bytes = hex::decode(hex_str).map_err(|e| format!("{what}: bad hex: {e}"))?;
+    let bytes: [u8; 32] = bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| format!("{what}: {} bytes, expected 32", b.len()))?;
+    Option::from(Scalar::from_bytes_le(&bytes))
+        .ok_or_else(|| format!("{what}: not a canonical scalar (>= r)"))
+}
+
+/// Runs `f`, turning a panic (bellperson/supraseal-c2 panic on CUDA errors) into an error.
+fn catching<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(format!("{what}: panicked: {msg}"))
+        }
+    }
+}
+
+struct Prover {
+    circuit: SyntheticCircuit,
+    params: SuprasealParameters<Bls12>,
+    pvk: Option<PreparedVerifyingKey<Bls12>>,
+}
+
+struct ProofRun {
+    ms: f64,
+    synth_ms: f64,
+    proof_hex: String,
+    verified: Option<bool>,
+}
+
+impl Prover {
+    /// One timed proof with bellperson's SupraSeal `create_proof_batch` (what
+    /// `create_proof` calls; `create_proof` itself carries an unused generic), then an
+    /// untimed-for-`ms` separate synthesis, then verification.
+    fn prove(&self, r: Scalar, s: Scalar) -> Result<ProofRun, String> {
+        let t = Instant::now();
+        let proofs = catching("supraseal create_proof", || {
+            create_proof_batch(vec![self.circuit], &self.params, vec![r], vec![s])
+                .map_err(|e| format!("supraseal create_proof: {e}"))
+        })?;
+        let ms_total = ms(t);
+        let proof = proofs
+            .into_iter()
+            .next()
+            .ok_or("supraseal create_proof returned no proof")?;
+
+        let t = Instant::now();
+        let inputs = synthesize(self.circuit)
+            .map_err(|e| format!("synthesis: {e}"))?
+            .inputs;
+        let synth_ms = ms(t);
+
+        let mut bytes = Vec::with_capacity(192);
+        proof
+            .write(&mut bytes)
+            .map_err(|e| format!("proof encoding: {e}"))?;
+        let verified = match &self.pvk {
+            Some(pvk) => {
+                Some(verify_proof(pvk, &proof, &inputs).map_err(|e| format!("verification: {e}"))?)
+            }
+            None => None,
+        };
+        Ok(ProofRun {
+            ms: ms_total,
+            synth_ms,
+            proof_hex: hex::encode(bytes),
+            verified,
+        })
+    }
+}
+
+fn main() -> ExitCode {
+    let mut out = Out(protocol_stdout());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = match parse_args(&args) {
+        Ok(o) => o,
+        Err(e) if e.is_empty() => {
+            eprintln!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{USAGE}");
+            return out.fail(format!("arguments: {e}"));
+        }
+    };
+    let circuit = match circuit(&opts) {
+        Ok(c) => c,
+        Err(e) => return out.fail(e),
+    };
+    // Checked here for a clear message: SupraSeal checks for a GPU before it opens the file.
+    if let Err(e) = std::fs::metadata(&opts.params) {
+        return out.fail(format!("params file {}: {e}", opts.params.display()));
+    }
+
+    // SupraSeal's C2 only assert()s that the parameters fit the circuit (an abort with
+    // no message on the protocol): check the point counts here first.
+    let file_counts = match params_counts(&opts.params) {
+        Ok(c) => c,
+        Err(e) => {
+            return out.fail(format!(
+                "{} is not a bellperson parameters file: {e}",
+                opts.params.display()
+            ))
+        }
+    };
+    let circuit_counts = match synthesize(circuit) {
+        Ok(s) => s.counts,
+        Err(e) => return out.fail(format!("synthesis: {e}")),
+    };
+    if file_counts != circuit_counts {
+        return out.fail(format!(
+            "{} does not belong to this circuit: points (ic, l, a, b_g1) = {file_counts:?}, \
+             the circuit needs {circuit_counts:?}; give the --log-n/--seed/shape flags that \
+             `cuzk gen params` was given",
+            opts.params.display()
+        ));
+    }
+
+    let pvk = if opts.verify {
+        let vk = File::open(&opts.params)
+            .map_err(|e| e.to_string())
+            .and_then(|f| {
+                VerifyingKey::<Bls12>::read(BufReader::new(f)).map_err(|e| e.to_string())
+            });
+        match vk {
+            Ok(vk) => Some(prepare_verifying_key(&vk)),
+            Err(e) => {
+                return out.fail(format!(
+                    "reading the verifying key from {}: {e}",
+                    opts.params.display()
+                ))
+            }
+        }
+    } else {
+        None
+    };
+
+    // SuprasealParameters::new maps the file, allocates pinned host memory and returns;
+    // a background thread keeps decoding the points, and the first proof waits for it.
+    let t = Instant::now();
+    let params = match catching("SuprasealParameters::new", || {
+        SuprasealParameters::<Bls12>::new(opts.params.clone()).map_err(|e| e.to_string())
+    }) {
+        Ok(p) => p,
+        Err(e) => {
+            return out.fail(format!(
+                "SupraSeal could not load {}: {e}",
+                opts.params.display()
+            ))
+        }
+    };
+    let load_ms = ms(t);
+    let prover = Prover {
+        circuit,
+        params,
+        pvk,
+    };
+
+    // Warm-up: waits for the point decoding, creates the CUDA context and SupraSeal's
+    // device buffers, so that every timed proof below is a steady-state one.
+    let mut warmup_ms = serde_json::Value::Null;
+    if opts.warmup {
+        let t = Instant::now();
+        match prover.prove(Scalar::ZERO, Scalar::ZERO) {
+            Ok(run) if run.verified == Some(false) => {
+                return out.fail(
+                    "warm-up proof does not verify: do the parameters belong to this circuit \
+                     (--log-n/--seed/shape flags as given to `cuzk gen params`)?"
+                        .into(),
+                )
+            }
+            Ok(_) => warmup_ms = json!(ms(t)),
+            Err(e) => return out.fail(format!("warm-up proof: {e}")),
+        }
+    }
+    out.send(json!({
+        "event": "ready",
+        "load_ms": load_ms,
+        "warmup_ms": warmup_ms,
+        "log_n": opts.log_n,
+        "n_constraints": circuit.n_constraints,
+        "n_inputs": circuit.n_inputs,
+        "seed": circuit.seed,
+        "witness_seed": circuit.witness_seed,
+        "prover": "supraseal-c2",
+    }));
+
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => return out.fail(format!("reading stdin: {e}")),
+        };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            [] => continue,
+            ["quit"] => return ExitCode::SUCCESS,
+            ["prove", r_hex, s_hex] => {
+                let rs = parse_scalar(r_hex, "r").and_then(|r| Ok((r, parse_scalar(s_hex, "s")?)));
+                let (r, s) = match rs {
+                    Ok(rs) => rs,
+                    Err(e) => return out.fail(e),
+                };
+                match prover.prove(r, s) {
+                    Ok(run) => out.send(json!({
+                        "event": "proof",
+                        "ms": run.ms,
+                        "synth_ms": run.synth_ms,
+                        "proof_hex": run.proof_hex,
+                        "verified": run.verified,
+                    })),
+                    Err(e) => return out.fail(e),
+                }
+            }
+            _ => {
+                return out.fail(format!(
+                    "unknown command {line:?} (expected `prove R_HEX S_HEX` or `quit`)"
+                ))
+            }
+        }
+    }
+    // End of input without `quit`: the driver went away; nothing left to do.
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_and_scalars() {
+        let a: Vec<String> = "--params p --log-n 10 --seed=3"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let o = parse_args(&a).unwrap();
+        assert_eq!((o.log_n, o.seed, o.witness_seed), (10, 3, None));
+        assert!(parse_args(&a[..2]).is_err());
+        let one = Scalar::ONE.to_bytes_le();
+        assert_eq!(parse_scalar(&hex::encode(one), "r").unwrap(), Scalar::ONE);
+        assert!(parse_scalar(&"ff".repeat(32), "r").is_err());
+        assert!(parse_scalar("00", "r").is_err());
+    }
+
+    /// The parts that run without a GPU, against cuzk's own parameters and CPU prover:
+    /// the point-count check, the verifying key read from the file, the public inputs.
+    #[test]
+    fn cuzk_params_and_cpu_proof() {
+        use cuzk_groth16::paramgen::{self, CpuFixedBase};
+        use rand_chacha::rand_core::SeedableRng;
+        let o = parse_args(
+            &[
+                "--params",
+                "unused",
+                "--log-n",
+                "10",
+                "--seed",
+                "1",
+                "--witness-seed",
+                "9",
+            ]
+            .map(String::from),
+        )
+        .unwrap();
+        let c = circuit(&o).unwrap();
+        assert_eq!((c.seed, c.witness_seed), (1, 9));
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let g = paramgen::generate(c, &mut rng, &CpuFixedBase::default()).unwrap();
+        let path =
+            std::env::temp_dir().join(format!("ss-bench-test-{}.params", std::process::id()));
+        g.srs.save(&path).unwrap();
+        let syn = synthesize(c).unwrap();
+        assert_eq!(params_counts(&path).unwrap(), syn.counts);
+        let other = SyntheticCircuit::with_log_n(10, 2, SyntheticShape::default()).unwrap();
+        assert_ne!(
+            params_counts(&path).unwrap(),
+            synthesize(other).unwrap().counts
+        );
+        let vk = VerifyingKey::<Bls12>::read(BufReader::new(File::open(&path).unwrap())).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let pvk = prepare_verifying_key(&vk);
+        let asg = cuzk_groth16::synthesize(c).unwrap();
+        let backend = cuzk_groth16::CpuBackend::new();
+        let (r, s) = (Scalar::from(3u64), Scalar::from(4u64));
+        let (proof, _) = cuzk_groth16::prove(&asg, &g.srs, r, s, &backend).unwrap();
+        assert!(verify_proof(&pvk, &proof, &syn.inputs).unwrap());
+        assert_eq!(syn.inputs, asg.input_assignment[1..].to_vec());
+    }
+}
