@@ -5,7 +5,9 @@
 //! gpu_bench msm g1|g2 [--resident] [--check] [--runs N] [--seed S] LOG_N...
 //! gpu_bench ntt [--coset] [--check] [--check-max-lg K] [--runs N] [--seed S] LOG_N...
 //! gpu_bench backend [--runs N] [--seed S] [--cpu-max-lg K] [--chunk P] LOG_N...
-//!                              # resident and streamed GPU proves, timed and verified
+//!                  [--overlap P [--workers W]]
+//!                              # resident and streamed GPU proves, timed and verified;
+//!                              # --overlap: then the overlap case at the largest LOG_N
 //! gpu_bench overlap LOG_N [--partitions P] [--workers W] [--streamed]
 //!                              # P partitions from W threads on one backend: busy fraction
 //! gpu_bench fault [--stage NAME] [LOG_N]  # injected launch failure, then proofs again
@@ -53,6 +55,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let (mut runs, mut seed, mut check_max_lg) = (5usize, None, 14u32);
     let (mut cpu_max_lg, mut chunk, mut partitions, mut workers) =
         (16u32, 1usize << 22, 20usize, 2usize);
+    let mut overlap = None;
     let (mut streamed, mut stage) = (false, "msm_l".to_string());
     let mut log_n = Vec::new();
     while let Some(a) = it.next() {
@@ -75,6 +78,7 @@ fn run(args: &[String]) -> Result<(), String> {
             "--partitions" => partitions = num("--partitions")? as usize,
             "--workers" => workers = num("--workers")? as usize,
             "--streamed" => streamed = true,
+            "--overlap" => overlap = Some(num("--overlap")? as usize),
             "--stage" => stage = it.next().ok_or("--stage needs a name")?.clone(),
             v => log_n.push(
                 v.parse::<u32>()
@@ -118,6 +122,7 @@ fn run(args: &[String]) -> Result<(), String> {
                 cpu_max_lg,
                 chunk_points: chunk,
                 device: 0,
+                overlap: overlap.map(|p| (p, workers)),
             })
             .map_err(|e| e.to_string())?;
             failures(failed)
