@@ -14,23 +14,21 @@
 //! staging instead ([`crate::sums::sum_streamed`]).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use blstrs::Scalar;
-use cudarc::driver::CudaEvent;
-use cuzk_groth16::{
-    Assignment, Backend, BackendError, ComputeToken, Density, MsmOutputs, ProveReport, Srs,
-};
+use cuzk_groth16::{Assignment, Backend, BackendError, ComputeToken, MsmOutputs, ProveReport, Srs};
 use ff::{Field, PrimeField};
 use parking_lot::Mutex;
 
 use crate::arena::{DevRegion, VramArena, ALIGN};
-use crate::device::{launch, Device};
+use crate::device::{launch, Device, StageTimer};
 use crate::error::{GpuError, Result};
 use crate::kernels::KernelId;
 use crate::layout::{as_bytes, scalar_words, FR_BYTES, G2_AFFINE_BYTES};
 use crate::ntt::{Direction, NttOptions, NttPlan, Order};
 use crate::pinned::{PinnedBuf, PinnedPool};
+use crate::prepare::{fill_staging, shape_of_srs, validate};
 use crate::residency::{fingerprint, resident_size, Query, ResidentSet, ResidentSrs};
 use crate::slots::{Slot, SlotPool, SlotShape, SlotVec};
 use crate::sums::{sum_resident, sum_scratch_bytes, sum_streamed, GroupOps, StreamBufs};
@@ -256,16 +254,6 @@ impl Backend for GpuBackend {
     }
 }
 
-/// The slot shape an SRS implies (domain from the H query: n − 1 points).
-fn shape_of_srs(srs: &Srs) -> SlotShape {
-    SlotShape {
-        lg: (srs.h.len() + 1).next_power_of_two().trailing_zeros(),
-        n_l: srs.l.len(),
-        n_a: srs.a.len(),
-        n_b: srs.b_g1.len(),
-    }
-}
-
 /// Bytes of the shared arena: NTT tables plus the sums' scratch (resident) or the two
 /// chunk buffers and one chunk's scratch (streamed).
 fn shared_need(shape: &SlotShape, resident: bool, chunk: usize) -> usize {
@@ -277,164 +265,6 @@ fn shared_need(shape: &SlotShape, resident: bool, chunk: usize) -> usize {
         2 * chunk * G2_AFFINE_BYTES + sum_scratch_bytes(chunk) + 2 * ALIGN
     };
     NttPlan::table_bytes(shape.lg) + sums + (8 << 20)
-}
-
-/// Number of set bits among the first `len` of `d`.
-fn density_count(d: &Density, len: usize) -> usize {
-    if d.len() == len {
-        d.count_ones()
-    } else {
-        (0..len.min(d.len())).filter(|&i| d.get(i)).count()
-    }
-}
-
-/// The shape of `asg`, checked against the parameters.
-fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
-    let lg = asg.lg_domain();
-    let n = 1usize << lg;
-    let rows = asg.n_rows();
-    if asg.b.len() != rows || asg.c.len() != rows || rows > n {
-        return Err(GpuError::Input(format!(
-            "a, b, c have {}, {}, {} rows for a domain of {n}",
-            rows,
-            asg.b.len(),
-            asg.c.len()
-        )));
-    }
-    if srs.h.len() > n {
-        return Err(GpuError::Input(format!(
-            "h query has {} points for a domain of {n}",
-            srs.h.len()
-        )));
-    }
-    let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
-    let shape = SlotShape {
-        lg,
-        n_l: nx,
-        n_a: ni + density_count(&asg.a_aux_density, nx),
-        n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
-    };
-    for (name, got, want) in [
-        ("l", shape.n_l, srs.l.len()),
-        ("a", shape.n_a, srs.a.len()),
-        ("b_g1", shape.n_b, srs.b_g1.len()),
-        ("b_g2", shape.n_b, srs.b_g2.len()),
-    ] {
-        if got != want {
-            return Err(GpuError::Input(format!(
-                "{name} query: assignment uses {got} bases, parameters have {want}"
-            )));
-        }
-    }
-    Ok(shape)
-}
-
-/// Writes `parts` (each filtered by its density when given) into `dst` as raw scalars.
-fn compact_into(dst: &mut [u8], parts: &[(&[Scalar], Option<&Density>)]) {
-    let mut at = 0;
-    for (v, d) in parts {
-        for (i, s) in v.iter().enumerate() {
-            if d.is_none_or(|d| d.get(i)) {
-                dst[at..at + FR_BYTES].copy_from_slice(as_bytes(std::slice::from_ref(s)));
-                at += FR_BYTES;
-            }
-        }
-    }
-}
-
-/// Fills the slot's pinned staging for `asg`: a, b, c zero-padded to the domain and the
-/// three compacted scalar vectors, in the slot layout, the six in parallel.
-fn fill_staging(slot: &mut Slot, shape: &SlotShape, asg: &Assignment) -> Result<()> {
-    let (lay, total) = shape.layout();
-    let buf = slot.staging_mut()?;
-    if buf.len() < total {
-        return Err(GpuError::Input(
-            "slot staging smaller than its layout".into(),
-        ));
-    }
-    let mut rest = &mut buf[..total];
-    let mut parts: Vec<&mut [u8]> = Vec::with_capacity(6);
-    let mut at = 0;
-    for (off, bytes) in lay {
-        let (_, tail) = rest.split_at_mut(off - at);
-        let (mine, tail) = tail.split_at_mut(bytes);
-        parts.push(mine);
-        rest = tail;
-        at = off + bytes;
-    }
-    let [pa, pb, pc, pl, psa, psb]: [&mut [u8]; 6] = parts
-        .try_into()
-        .map_err(|_| GpuError::Input("six slot vectors".into()))?;
-    let evals = |dst: &mut [u8], v: &[Scalar]| {
-        let src = as_bytes(v);
-        crate::residency::copy_parallel(&mut dst[..src.len()], src);
-        dst[src.len()..].fill(0);
-    };
-    rayon::scope(|s| {
-        s.spawn(|_| evals(pa, &asg.a));
-        s.spawn(|_| evals(pb, &asg.b));
-        s.spawn(|_| evals(pc, &asg.c));
-        s.spawn(|_| compact_into(pl, &[(&asg.aux_assignment, None)]));
-        s.spawn(|_| {
-            compact_into(
-                psa,
-                &[
-                    (&asg.input_assignment, None),
-                    (&asg.aux_assignment, Some(&asg.a_aux_density)),
-                ],
-            )
-        });
-        s.spawn(|_| {
-            compact_into(
-                psb,
-                &[
-                    (&asg.input_assignment, Some(&asg.b_input_density)),
-                    (&asg.aux_assignment, Some(&asg.b_aux_density)),
-                ],
-            )
-        });
-    });
-    Ok(())
-}
-
-/// Device-timed stages on the compute stream: an event at each stage's end.
-struct StageTimer<'d> {
-    dev: &'d Device,
-    start: CudaEvent,
-    last: Instant,
-    marks: Vec<(&'static str, CudaEvent, Duration)>,
-}
-
-impl<'d> StageTimer<'d> {
-    fn start(dev: &'d Device) -> Result<StageTimer<'d>> {
-        let start = dev.timing_event()?;
-        dev.record(&start)?;
-        Ok(StageTimer {
-            dev,
-            start,
-            last: Instant::now(),
-            marks: Vec::new(),
-        })
-    }
-
-    fn mark(&mut self, name: &'static str) -> Result<()> {
-        let ev = self.dev.timing_event()?;
-        self.dev.record(&ev)?;
-        let now = Instant::now();
-        self.marks.push((name, ev, now - self.last));
-        self.last = now;
-        Ok(())
-    }
-
-    /// After the stream is synchronized: each stage's host wall and device time.
-    fn finish(self, report: &mut ProveReport) -> Result<()> {
-        let mut prev = &self.start;
-        for (name, ev, wall) in &self.marks {
-            report.push_device(name, *wall, self.dev.elapsed(prev, ev)?);
-            prev = ev;
-        }
-        Ok(())
-    }
 }
 
 /// Where the bases come from in the kernel section.

@@ -504,3 +504,56 @@ impl<'d> PhaseTimer<'d> {
         Ok(())
     }
 }
+
+/// Device-timed stages on the compute stream: an event at each stage's end, read back into
+/// a `ProveReport` once the stream has been synchronized (always on, unlike
+/// [`PhaseTimer`]: events cost microseconds).
+pub struct StageTimer<'d> {
+    dev: &'d Device,
+    start: CudaEvent,
+    last: std::time::Instant,
+    marks: Vec<(&'static str, CudaEvent, std::time::Duration)>,
+}
+
+impl<'d> StageTimer<'d> {
+    /// Records the start event on the compute stream.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn start(dev: &'d Device) -> Result<StageTimer<'d>> {
+        let start = dev.timing_event()?;
+        dev.record(&start)?;
+        Ok(StageTimer {
+            dev,
+            start,
+            last: std::time::Instant::now(),
+            marks: Vec::new(),
+        })
+    }
+
+    /// Records the end of stage `name` on the compute stream.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn mark(&mut self, name: &'static str) -> Result<()> {
+        let ev = self.dev.timing_event()?;
+        self.dev.record(&ev)?;
+        let now = std::time::Instant::now();
+        self.marks.push((name, ev, now - self.last));
+        self.last = now;
+        Ok(())
+    }
+
+    /// After the stream is synchronized: each stage's host wall and device time.
+    ///
+    /// # Errors
+    /// Driver errors (an event not yet complete).
+    pub fn finish(self, report: &mut cuzk_groth16::ProveReport) -> Result<()> {
+        let mut prev = &self.start;
+        for (name, ev, wall) in &self.marks {
+            report.push_device(name, *wall, self.dev.elapsed(prev, ev)?);
+            prev = ev;
+        }
+        Ok(())
+    }
+}

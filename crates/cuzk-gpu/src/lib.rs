@@ -19,6 +19,7 @@ pub mod layout;
 pub mod msm;
 pub mod ntt;
 pub mod pinned;
+mod prepare;
 pub mod residency;
 pub mod slots;
 pub mod sums;

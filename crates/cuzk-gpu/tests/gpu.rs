@@ -234,3 +234,20 @@ fn two_threads_prove_concurrently_on_one_backend() {
     });
     assert_eq!(b.srs_uploads(), 1);
 }
+
+#[test]
+fn assignment_of_another_circuit_is_a_mismatch() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let (srs, _) = circuit(&dev, 10, seed);
+    let other = synthesize(
+        SyntheticCircuit::with_log_n(11, seed, SyntheticShape::default())
+            .expect("circuit")
+            .with_witness_seed(seed),
+    )
+    .expect("synthesis");
+    let err = GpuBackend::new(dev.clone())
+        .compute(&other, &srs, &mut ProveReport::default())
+        .expect_err("2^11 witness against 2^10 parameters");
+    assert!(matches!(err, BackendError::Mismatch { .. }), "{err:?}");
+}
