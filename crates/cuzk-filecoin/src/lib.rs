@@ -30,6 +30,7 @@ macro_rules! with_tree {
     };
 }
 
+pub mod engine;
 pub mod params;
 mod partition;
 pub mod porep;

@@ -1,7 +1,7 @@
 //! End to end at 2 KiB, one test per kind: test parameters from cuzk's generator, a sector
-//! sealed with filecoin-proofs, every partition synthesized and proved on the CPU with
-//! cuzk's prover through the kind's `PartitionedProof`, and the bytes checked by
-//! filecoin-proofs' own top-level verifier. A tampered proof and mismatched public values
+//! sealed with filecoin-proofs, the request submitted to a `cuzk-engine` on the CPU backend
+//! (which synthesizes and proves every partition, assembles and verifies the proof), and
+//! the bytes checked again by filecoin-proofs' own top-level verifier. A tampered proof and mismatched public values
 //! must be rejected. See: #6.
 //!
 //! WindowPoSt and WinningPoSt have no miner-id check: the prover id enters neither
@@ -27,9 +27,10 @@ fn flip_hex(hex: &str) -> String {
 fn prove_and_check(kind: FilecoinKind) -> (SectorManifest, Vec<u8>) {
     let sector = common::sector_2k();
     common::params_2k(kind);
-    let proof = parse(kind, &sector.request(kind).expect("request")).expect("parse");
-    let bytes = common::prove_cpu(kind, proof.as_ref());
-    assert_eq!(bytes.len(), 192 * proof.num_partitions());
+    let request = sector.request(kind).expect("request");
+    let partitions = parse(kind, &request).expect("parse").num_partitions();
+    let bytes = common::prove_engine(kind, request);
+    assert_eq!(bytes.len(), 192 * partitions);
     let m = sector.manifest;
     assert!(
         verify_with_filecoin_proofs(kind, &m, &bytes).expect("verifier runs"),
@@ -126,4 +127,73 @@ fn snap_deals_2k_verifies_with_filecoin_proofs() {
         f(&mut w);
         assert!(rejected(kind, &w, &bytes), "wrong {name} accepted");
     }
+}
+
+/// Malformed payloads are refused at submit with the field named, and the engine keeps
+/// serving (its status still answers and a later valid submit is accepted).
+#[test]
+fn engine_rejects_malformed_payloads_naming_the_field() {
+    use cuzk_engine::{JobSpec, ProofKindId};
+    let sector = common::sector_2k();
+    let engine = common::engine();
+    let porep = sector.request(FilecoinKind::PoRep).expect("request");
+    let winning = sector.request(FilecoinKind::WinningPoSt).expect("request");
+    type Case = (
+        &'static str,
+        ProofKindId,
+        cuzk_groth16::ProofRequest,
+        &'static str,
+    );
+    let mut cases: Vec<Case> = Vec::new();
+    let mut r = porep.clone();
+    r.vanilla_proof.truncate(r.vanilla_proof.len() / 2);
+    cases.push((
+        "truncated C1",
+        ProofKindId::PorepSealCommit,
+        r,
+        "vanilla_proof",
+    ));
+    let mut r = porep.clone();
+    r.registered_proof = cuzk_filecoin::Registered::default_abi(
+        FilecoinKind::PoRep,
+        cuzk_filecoin::SectorSize::S8MiB,
+    );
+    r.sector_size = 8 << 20;
+    cases.push((
+        "C1 of another size",
+        ProofKindId::PorepSealCommit,
+        r,
+        "vanilla_proof",
+    ));
+    let mut r = winning.clone();
+    r.randomness.truncate(31);
+    cases.push((
+        "short randomness",
+        ProofKindId::WinningPost,
+        r,
+        "randomness",
+    ));
+    let mut r = winning.clone();
+    r.vanilla_proofs = vec![porep.vanilla_proof.clone()];
+    cases.push((
+        "vanilla proof of another kind",
+        ProofKindId::WinningPost,
+        r,
+        "vanilla_proofs",
+    ));
+    for (what, kind, request, field) in cases {
+        let err = engine
+            .submit(JobSpec {
+                request_id: String::new(),
+                kind,
+                priority: None,
+                request,
+            })
+            .expect_err(what);
+        assert!(
+            err.to_string().contains(field),
+            "{what}: error does not name {field}: {err}"
+        );
+    }
+    assert_eq!(engine.status().active_jobs, 0);
 }

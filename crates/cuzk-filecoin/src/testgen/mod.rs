@@ -13,6 +13,7 @@ pub use verify::verify_with_filecoin_proofs;
 use std::path::{Path, PathBuf};
 
 use bellperson::Circuit;
+use cuzk_groth16::paramgen::FixedBaseMul;
 use cuzk_groth16::{KindError, Scalar};
 use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
 use storage_proofs_core::compound_proof::CompoundProof;
@@ -78,6 +79,25 @@ pub fn gen_params(
     size: SectorSize,
     dir: &Path,
 ) -> Result<PathBuf, TestgenError> {
+    gen_params_with(
+        kind,
+        size,
+        dir,
+        &cuzk_groth16::paramgen::CpuFixedBase::default(),
+    )
+}
+
+/// [`gen_params`] with the fixed-base multiplications of the query points done by `fbm`
+/// (a GPU's `GpuFixedBase` makes the 2 KiB PoRep file in seconds instead of minutes).
+///
+/// # Errors
+/// [`TestgenError`] naming the file or the generator's failure.
+pub fn gen_params_with(
+    kind: FilecoinKind,
+    size: SectorSize,
+    dir: &Path,
+    fbm: &dyn FixedBaseMul,
+) -> Result<PathBuf, TestgenError> {
     let params = dir.join(crate::params_file_name(kind, size)?);
     let vk = dir.join(crate::vk_file_name(kind, size)?);
     if params.is_file() && vk.is_file() {
@@ -90,6 +110,7 @@ pub fn gen_params(
         circuit_id: &circuit_id,
         params: &params,
         vk: &vk,
+        fbm,
     };
     match reg {
         Registered::Seal(p) => with_tree!(size, gen_porep, &p.as_v1_config(), &target),
@@ -104,6 +125,7 @@ struct Target<'a> {
     circuit_id: &'a str,
     params: &'a Path,
     vk: &'a Path,
+    fbm: &'a dyn FixedBaseMul,
 }
 
 impl Target<'_> {
@@ -122,9 +144,8 @@ impl Target<'_> {
             .params
             .with_extension(format!("params.partial-{}", std::process::id()));
         let mut rng = rand::rngs::OsRng;
-        let fbm = cuzk_groth16::paramgen::CpuFixedBase::default();
         let (vk, _toxic_waste_dropped_here) =
-            cuzk_groth16::paramgen::generate_to_file(blank, &mut rng, &tmp, &fbm)
+            cuzk_groth16::paramgen::generate_to_file(blank, &mut rng, &tmp, self.fbm)
                 .map_err(|e| self.fail(e))?;
         let mut vk_bytes = Vec::new();
         vk.write(&mut vk_bytes).map_err(|e| self.fail(e))?;

@@ -10,7 +10,10 @@ use std::time::Instant;
 
 use cuzk_filecoin::testgen::{self, TestSector};
 use cuzk_filecoin::{FilecoinKind, SectorSize};
-use cuzk_groth16::{CpuBackend, PartitionedProof, Srs, SrsOptions};
+use std::time::Duration;
+
+use cuzk_engine::{AwaitOutcome, Engine, EngineConfig, JobSpec, JobState, KindRegistry};
+use cuzk_groth16::ProofRequest;
 
 /// The cache root; also points filecoin-proofs' parameter and parent caches into it.
 /// filecoin-proofs reads these variables once per process, so every test calls this
@@ -74,35 +77,60 @@ pub fn params_2k(kind: FilecoinKind) -> PathBuf {
     path
 }
 
-/// Proves every partition of `proof` on the CPU with cuzk's prover, then assembles and
-/// verifies the bytes through the kind. Prints one JSON line of timings.
-pub fn prove_cpu(kind: FilecoinKind, proof: &dyn PartitionedProof) -> Vec<u8> {
-    let params = proof.params_path(&param_dir());
+/// A CPU-backend engine serving the Filecoin kinds from the test parameter folder.
+pub fn engine() -> Engine {
+    let mut registry = KindRegistry::new();
+    cuzk_filecoin::engine::register(&mut registry);
+    let cfg = EngineConfig {
+        param_dir: param_dir(),
+        synthesis_workers: 1,
+        cpu_workers: 1,
+        ..EngineConfig::default()
+    };
+    Engine::start(cfg, registry, Vec::new()).expect("start the engine")
+}
+
+/// Submits `request` as `kind` to a CPU-backend engine and waits for its outcome (the
+/// engine synthesizes each partition, proves it, assembles the proof bytes and verifies
+/// them through the kind before completing). Prints one JSON line of timings.
+pub fn prove_engine(kind: FilecoinKind, request: ProofRequest) -> Vec<u8> {
+    let engine = engine();
+    let wire = cuzk_filecoin::engine::KINDS
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map(|(id, _)| *id)
+        .expect("a wire kind");
     let t = Instant::now();
-    let srs = Srs::load(&params, SrsOptions::default()).expect("load parameters");
-    let load_ms = t.elapsed().as_millis();
-    let backend = CpuBackend::new();
-    let (mut synth_ms, mut prove_ms) = (0, 0);
-    let mut proofs = Vec::new();
-    for k in 0..proof.num_partitions() {
-        let t = Instant::now();
-        let asg = proof.synthesize(k).expect("synthesize");
-        synth_ms += t.elapsed().as_millis();
-        let t = Instant::now();
-        let (p, _report) = cuzk_groth16::prove_random(&asg, &srs, &backend, &mut rand::rngs::OsRng)
-            .expect("prove");
-        prove_ms += t.elapsed().as_millis();
-        proofs.push(p);
-    }
-    let t = Instant::now();
-    let bytes = proof
-        .assemble_and_verify(&proofs, &srs.vk)
-        .expect("assemble and verify");
-    eprintln!(
-        "{{\"op\":\"filecoin_prove\",\"kind\":\"{kind}\",\"circuit\":\"{}\",\"partitions\":{},\"srs_load_ms\":{load_ms},\"synth_ms\":{synth_ms},\"prove_ms\":{prove_ms},\"verify_ms\":{}}}",
-        proof.circuit_id(),
-        proof.num_partitions(),
-        t.elapsed().as_millis()
+    let submitted = engine
+        .submit(JobSpec {
+            request_id: String::new(),
+            kind: wire,
+            priority: None,
+            request,
+        })
+        .expect("submit");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let outcome = match runtime
+        .block_on(engine.await_job(&submitted.job_id, Some(Duration::from_secs(1800))))
+        .expect("await")
+    {
+        AwaitOutcome::Finished(o) => o,
+        AwaitOutcome::Timeout => panic!("{kind}: no outcome in 30 minutes"),
+    };
+    assert_eq!(
+        outcome.state,
+        JobState::Completed,
+        "{kind}: job ended {:?}: {}",
+        outcome.state,
+        outcome.error
     );
-    bytes
+    eprintln!(
+        "{{\"op\":\"filecoin_prove_engine\",\"kind\":\"{kind}\",\"wall_ms\":{},\"timings\":\"{:?}\"}}",
+        t.elapsed().as_millis(),
+        outcome.timings
+    );
+    outcome.proof.clone()
 }
