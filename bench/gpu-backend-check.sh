@@ -8,6 +8,7 @@
 #     on the same parameters as backend 24 because generating 2^24 parameters twice would
 #     not fit one device call; `gpu_bench overlap 24 --partitions 20 --workers 2` is the
 #     stand-alone form.
+#   - overlap 20: the stand-alone form with one witness per worker, resident and streamed.
 #   - fault: an injected launch failure, then two proofs that must verify.
 # Build first, as bench/gpu-check.sh says; the test binary is run by the caller.
 set -u -o pipefail
@@ -27,4 +28,6 @@ step() { # name limit_s args...
 }
 step fault 60 fault --stage msm_l 12
 # shellcheck disable=SC2086
-step backend "${BACKEND_LIMIT:-400}" backend --runs 3 --seed 7 --overlap 20 --workers 2 $SIZES
+step backend "${BACKEND_LIMIT:-240}" backend --runs 3 --seed 7 --overlap 20 --workers 2 $SIZES
+step overlap20 60 overlap 20 --partitions 20 --workers 2
+step overlap20_streamed 60 overlap 20 --partitions 20 --workers 2 --streamed
