@@ -1,6 +1,6 @@
 //! Bit-scalar handling on the device: [`classify`] splits a scalar vector into 0 / 1 /
 //! other and compacts, in order, the indices of the ones and the (index, scalar) pairs of
-//! the others (`kernels/classify.cu`); [`batch_add`] sums the bases an index list selects
+//! the others (`kernels/classify.cu`); [`batch_add_enqueue`] sums the bases an index list selects
 //! (`kernels/batch_add.cu`), which is the MSM of the scalars equal to 1.
 
 use blstrs::{G1Projective, G2Projective};
@@ -147,7 +147,7 @@ pub fn classify<'s>(
     })
 }
 
-/// Enqueues Σ bases[idx[i]] (or Σ bases[i] without an index list) for i < n; the Jacobian
+/// Enqueues `Σ bases[idx[i]]` (or `Σ bases[i]` without an index list) for i < n; the Jacobian
 /// sum lands in the returned region.
 ///
 /// # Errors

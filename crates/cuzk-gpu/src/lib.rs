@@ -1,7 +1,10 @@
 //! Everything CUDA: one [`Device`] handle per ordinal, NVRTC compilation of the kernels under
 //! `kernels/` with an on-disk cache ([`kernels`]), the [`VramArena`] and [`PinnedPool`], the
 //! field, curve, NTT ([`ntt`]), MSM ([`msm`]), classification and batch-addition
-//! ([`classify`]) kernels, and device self-checks against the CPU ([`check`]).
+//! ([`classify`]) kernels, the GPU `Backend` ([`GpuBackend`]: per-worker [`slots`], the SRS
+//! kept in VRAM by [`residency`] or streamed by [`sums`], a fair compute token held only
+//! around the kernels), and device self-checks against the CPU ([`check`],
+//! [`backend_bench`]).
 //! Other crates never see a raw pointer: `unsafe` lives only here.
 #![deny(missing_docs)]
 

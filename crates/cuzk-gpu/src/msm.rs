@@ -185,7 +185,7 @@ impl MsmOut<'_> {
     }
 }
 
-/// Σ scalars[i] · bases[idx(i)] in G1 for i < n, with idx(i) = base_idx[i] when given,
+/// `Σ scalars[i] · bases[idx(i)]` in G1 for i < n, with `idx(i) = base_idx[i]` when given,
 /// else i. Scalars are blst Montgomery Fr, bases blst affine points, both on the device.
 ///
 /// # Errors
@@ -427,7 +427,7 @@ pub fn msm_enqueue<'s>(
     })
 }
 
-/// Σ scalars[i] · bases[i] in G1 with the bases streamed from host memory in chunks of
+/// `Σ scalars[i] · bases[i]` in G1 with the bases streamed from host memory in chunks of
 /// `chunk` points through two device buffers (upload of chunk j+1 on the copy stream
 /// overlaps the MSM of chunk j on the compute stream). Scalars are device-resident.
 ///
