@@ -168,7 +168,19 @@ fn demo_makes_then_reuses_its_parameters() {
         &["prove", "--demo", "--backend", "gpu"],
         &[("XDG_CACHE_HOME", &cache)],
     );
-    assert!(!gpu.status.success());
-    assert!(String::from_utf8_lossy(&gpu.stderr).contains("GPU backend"));
+    // With a GPU the demo proves on it; without one it fails saying so, before any work.
+    let (out, err) = (
+        String::from_utf8_lossy(&gpu.stdout),
+        String::from_utf8_lossy(&gpu.stderr),
+    );
+    if gpu.status.success() {
+        assert!(
+            out.contains("proof verified") && out.contains("gpu:0"),
+            "{out}"
+        );
+    } else {
+        assert!(err.contains("no usable CUDA device"), "{err}");
+        println!("skipped the GPU half: no CUDA device");
+    }
     let _ = std::fs::remove_dir_all(&cache);
 }

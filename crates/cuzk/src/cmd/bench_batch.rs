@@ -57,6 +57,12 @@ pub struct Args {
     /// In-process: prove workers on the CPU backend.
     #[arg(long)]
     pub cpu_workers: Option<usize>,
+    /// In-process: prove workers per GPU.
+    #[arg(long)]
+    pub gpu_workers: Option<usize>,
+    /// In-process: prove on the CPU backend even when GPUs are present.
+    #[arg(long)]
+    pub no_gpu: bool,
 }
 
 /// What one client saw of one proof.
@@ -112,7 +118,13 @@ async fn bench(args: Args, priority: Priority) -> anyhow::Result<()> {
             if let Some(n) = args.cpu_workers {
                 cfg.engine.cpu_workers = n;
             }
-            let engine = Engine::start(cfg.engine_config(), super::daemon::registry(), Vec::new())?;
+            let gpus = super::devices::gpus(args.no_gpu);
+            if let Some(n) = args.gpu_workers {
+                cfg.engine.gpu_workers_per_device = n;
+            }
+            let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device);
+            let engine =
+                Engine::start(cfg.engine_config(), super::daemon::registry(&gpus), devices)?;
             Target::Local(Arc::new(engine))
         }
     };

@@ -1,48 +1,79 @@
-//! `cuzk bench prove`: whole-partition proving, a cuzk backend against a reference
-//! prover, one JSON line per size. The comparison itself (circuit, parameters,
-//! alternating timed runs, verification) is `cuzk_groth16::compare`; this module parses
-//! flags and prints.
+//! `cuzk bench prove`: whole-partition proving, a cuzk backend against reference provers,
+//! one JSON line per size. Two forms:
+//! - `--backend cpu --compare bellperson` (the default): `cuzk_groth16::compare`, cuzk's
+//!   CPU backend against bellperson 0.27's native `create_proof` in the same process.
+//! - `--backend gpu|cpu --compare supraseal,cpu,...`: the head-to-head in [`head_to_head`]:
+//!   one parameters file per size (made once, on the GPU when there is one), the same
+//!   circuit and witness, the same r and s per repetition for every prover, provers
+//!   alternating in rotating order, every proof verified with bellperson's verifier and
+//!   the proofs of one repetition required to be byte-identical. SupraSeal C2 runs in its
+//!   own process (`cuzk-supraseal-bench`, built apart by bench/supraseal/build.sh: its
+//!   cargo feature changes bellperson's API under filecoin-proofs) over a line protocol.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use cuzk_groth16::compare::{compare_with_bellperson, CompareOptions};
-use cuzk_groth16::CpuBackend;
+use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
+use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions};
+use ff::Field;
+use rand::SeedableRng;
 
 /// Flags of `cuzk bench prove`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Backend under test: "cpu" (or "gpu", once the GPU backend is wired in here).
+    /// Backend under test: "cpu" or "gpu".
     #[arg(long, default_value = "cpu")]
     pub backend: String,
     /// log2 of the circuit size (rows of the domain); repeat or comma-separate for several.
     #[arg(long = "log-n", value_delimiter = ',', default_values_t = [16u32])]
     pub log_n: Vec<u32>,
-    /// Proofs per prover and size (the medians are printed).
+    /// Timed proofs per prover and size, after one untimed warm-up each (medians printed).
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
-    /// Reference provers to compare against: "bellperson" (later also "supraseal", "cpu").
+    /// Reference provers: "bellperson" (with --backend cpu only), or any of "supraseal",
+    /// "cpu", "gpu".
     #[arg(long, value_delimiter = ',', default_values_t = ["bellperson".to_string()])]
     pub compare: Vec<String>,
     /// Seed of the synthetic circuit, its parameters and the proofs' r, s.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Head-to-head: where the per-size parameters files live (made when missing).
+    #[arg(long, default_value = "bench-params")]
+    pub params_dir: PathBuf,
+    /// Head-to-head: the SupraSeal baseline binary (default: `cuzk-supraseal-bench` next
+    /// to this binary, then on PATH).
+    #[arg(long)]
+    pub supraseal_bin: Option<PathBuf>,
 }
 
 /// Runs the comparison for each size and prints one JSON line per size on stdout.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    match args.backend.as_str() {
-        "cpu" => {}
-        "gpu" => {
-            bail!("bench prove --backend gpu: the GPU backend is not wired into this benchmark yet")
-        }
-        other => bail!("bench prove: unknown backend {other:?} (expected cpu or gpu)"),
-    }
-    for reference in &args.compare {
-        if reference != "bellperson" {
-            bail!("bench prove: cannot compare against {reference:?} yet (supported: bellperson)");
-        }
+    if !matches!(args.backend.as_str(), "cpu" | "gpu") {
+        bail!(
+            "bench prove: unknown backend {:?} (expected cpu or gpu)",
+            args.backend
+        );
     }
     if args.reps == 0 {
         bail!("bench prove: --reps must be at least 1");
+    }
+    if args.compare.iter().any(|c| c != "bellperson") {
+        if let Some(c) = args
+            .compare
+            .iter()
+            .find(|c| !matches!(c.as_str(), "supraseal" | "cpu" | "gpu"))
+        {
+            bail!("bench prove: cannot compare against {c:?} here (supported: supraseal, cpu, gpu; bellperson alone with --backend cpu)");
+        }
+        return head_to_head(&args);
+    }
+    if args.backend != "cpu" {
+        bail!("bench prove: --compare bellperson runs with --backend cpu (bellperson has no GPU path in this build); use --compare supraseal,cpu for the GPU");
     }
     let backend = CpuBackend::new();
     for &lg_n in &args.log_n {
@@ -74,4 +105,317 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 fn round1(v: f64) -> serde_json::Value {
     serde_json::Value::from((v * 10.0).round() / 10.0)
+}
+
+/// One prover of the head-to-head.
+enum Prover {
+    Cuzk(Box<dyn Backend>),
+    Supraseal(Supraseal),
+}
+
+/// One proof's outcome: the proof, end-to-end ms (synthesis included), and the prover's
+/// own breakdown.
+struct Run {
+    proof: bellperson::groth16::Proof<blstrs::Bls12>,
+    ms: f64,
+    synth_ms: f64,
+    stages: Vec<(String, f64)>,
+}
+
+/// The SupraSeal baseline process and its line protocol (bench/supraseal/README.md).
+struct Supraseal {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    load_ms: f64,
+}
+
+impl Supraseal {
+    fn start(
+        bin: &Path,
+        params: &Path,
+        lg: u32,
+        c: &SyntheticCircuit,
+    ) -> anyhow::Result<Supraseal> {
+        let mut child = Command::new(bin)
+            .arg("--params")
+            .arg(params)
+            .args(["--log-n", &lg.to_string()])
+            .args(["--seed", &c.seed.to_string()])
+            .args(["--witness-seed", &c.witness_seed.to_string()])
+            // Repetition 0 of the benchmark is the warm-up for every prover.
+            .arg("--no-warmup")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        let stdin = child.stdin.take().context("supraseal stdin")?;
+        let stdout = BufReader::new(child.stdout.take().context("supraseal stdout")?);
+        let mut me = Supraseal {
+            child,
+            stdin,
+            stdout,
+            load_ms: 0.0,
+        };
+        let ready = me.read_event("ready")?;
+        me.load_ms = ready["load_ms"].as_f64().unwrap_or(0.0);
+        Ok(me)
+    }
+
+    fn read_event(&mut self, want: &str) -> anyhow::Result<serde_json::Value> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.stdout.read_line(&mut line)? == 0 {
+                bail!("supraseal baseline exited before sending {want:?}");
+            }
+            // Anything that is not one of our JSON lines is the baseline's own chatter.
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim()) else {
+                continue;
+            };
+            match v["event"].as_str() {
+                Some(e) if e == want => return Ok(v),
+                Some("error") => bail!("supraseal baseline: {}", v["message"]),
+                _ => continue,
+            }
+        }
+    }
+
+    fn prove(&mut self, r: blstrs::Scalar, s: blstrs::Scalar) -> anyhow::Result<Run> {
+        writeln!(
+            self.stdin,
+            "prove {} {}",
+            hex::encode(r.to_bytes_le()),
+            hex::encode(s.to_bytes_le())
+        )?;
+        self.stdin.flush()?;
+        let v = self.read_event("proof")?;
+        let bytes = hex::decode(v["proof_hex"].as_str().context("proof_hex missing")?)?;
+        let proof = bellperson::groth16::Proof::read(&bytes[..]).context("supraseal proof")?;
+        Ok(Run {
+            proof,
+            ms: v["ms"].as_f64().context("ms missing")?,
+            synth_ms: v["synth_ms"].as_f64().unwrap_or(0.0),
+            stages: Vec::new(),
+        })
+    }
+}
+
+impl Drop for Supraseal {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.stdin.flush();
+        let _ = self.child.wait();
+    }
+}
+
+/// The baseline binary: the flag, else beside this executable, else on PATH.
+fn supraseal_bin(args: &Args) -> PathBuf {
+    if let Some(p) = &args.supraseal_bin {
+        return p.clone();
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("cuzk-supraseal-bench")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("cuzk-supraseal-bench"))
+}
+
+/// The per-size parameters file, generated (GPU when present) when missing.
+fn bench_params(
+    args: &Args,
+    lg: u32,
+    circuit: SyntheticCircuit,
+    gpus: &[std::sync::Arc<cuzk_gpu::Device>],
+) -> anyhow::Result<(PathBuf, f64)> {
+    let path = args
+        .params_dir
+        .join(format!("cuzk-synthetic-{:x}-{lg}.params", args.seed));
+    if path.is_file() {
+        return Ok((path, 0.0));
+    }
+    std::fs::create_dir_all(&args.params_dir)
+        .with_context(|| format!("creating {}", args.params_dir.display()))?;
+    let fbm = super::devices::fixed_base_on(gpus, None);
+    let t = Instant::now();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+    let g = cuzk_groth16::paramgen::generate(circuit, &mut rng, fbm.as_ref())
+        .with_context(|| format!("generating 2^{lg} parameters on {}", fbm.name()))?;
+    let tmp = path.with_extension("params.tmp");
+    g.srs.save(&tmp)?;
+    std::fs::rename(&tmp, &path)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    eprintln!(
+        "generated {} on {} in {:.1} s",
+        path.display(),
+        fbm.name(),
+        ms / 1e3
+    );
+    Ok((path, ms))
+}
+
+/// `--compare supraseal,cpu,...`: see the module docs.
+fn head_to_head(args: &Args) -> anyhow::Result<()> {
+    let gpus = super::devices::open_gpus();
+    let mut names: Vec<String> = vec![args.backend.clone()];
+    for c in &args.compare {
+        if !names.contains(c) {
+            names.push(c.clone());
+        }
+    }
+    for &lg in &args.log_n {
+        let circuit = SyntheticCircuit::with_log_n(lg, args.seed, SyntheticShape::default())?;
+        let (params, paramgen_ms) = bench_params(args, lg, circuit, &gpus)?;
+        let t = Instant::now();
+        let srs = Srs::load(&params, SrsOptions::default())
+            .with_context(|| format!("loading {}", params.display()))?;
+        let srs_load_ms = t.elapsed().as_secs_f64() * 1e3;
+        let mut provers: Vec<(String, Prover)> = Vec::new();
+        for name in &names {
+            let p = match name.as_str() {
+                "cpu" => Prover::Cuzk(Box::new(CpuBackend::new())),
+                "gpu" => {
+                    let dev = gpus
+                        .first()
+                        .context("--backend/--compare gpu: no usable CUDA device")?;
+                    Prover::Cuzk(Box::new(cuzk_gpu::GpuBackend::new(dev.clone())))
+                }
+                "supraseal" => Prover::Supraseal(Supraseal::start(
+                    &supraseal_bin(args),
+                    &params,
+                    lg,
+                    &circuit,
+                )?),
+                other => bail!("unknown prover {other}"),
+            };
+            provers.push((name.clone(), p));
+        }
+        let inputs = cuzk_groth16::synthesize(circuit)?.input_assignment[1..].to_vec();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed ^ 0x5eed);
+        let mut times: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        let mut stages: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+        let mut identical = true;
+        // Repetition 0 is the warm-up (kernel loads, SRS upload, page cache): not timed.
+        for rep in 0..=args.reps {
+            let r = blstrs::Scalar::random(&mut rng);
+            let s = blstrs::Scalar::random(&mut rng);
+            let mut first: Option<bellperson::groth16::Proof<blstrs::Bls12>> = None;
+            // One synthesis per repetition serves every cuzk prover (same circuit and
+            // witness); each one's end-to-end time includes it.
+            let t = Instant::now();
+            let asg = cuzk_groth16::synthesize(circuit)?;
+            let synth_ms = t.elapsed().as_secs_f64() * 1e3;
+            let n = provers.len();
+            for k in 0..n {
+                let (name, prover) = &mut provers[(k + rep) % n];
+                let run = match prover {
+                    Prover::Cuzk(backend) => {
+                        cuzk_run(&asg, synth_ms, &srs, r, s, backend.as_ref())?
+                    }
+                    Prover::Supraseal(sp) => sp.prove(r, s)?,
+                };
+                if !cuzk_groth16::verify(&srs.vk, &run.proof, &inputs)? {
+                    bail!("2^{lg} rep {rep}: the {name} proof does not verify");
+                }
+                match &first {
+                    None => first = Some(run.proof.clone()),
+                    Some(f) => identical &= *f == run.proof,
+                }
+                if rep > 0 {
+                    times
+                        .entry(name.clone())
+                        .or_default()
+                        .push((run.ms, run.ms - run.synth_ms));
+                    let st = stages.entry(name.clone()).or_default();
+                    st.entry("synthesis".into()).or_default().push(run.synth_ms);
+                    for (k, v) in run.stages {
+                        st.entry(k).or_default().push(v);
+                    }
+                }
+            }
+        }
+        let med = |name: &str, i: usize| {
+            let v: Vec<f64> = times
+                .get(name)
+                .map(|v| v.iter().map(|t| if i == 0 { t.0 } else { t.1 }).collect())
+                .unwrap_or_default();
+            median(&v)
+        };
+        let mut line = serde_json::json!({
+            "op": "prove_head_to_head",
+            "log_n": lg,
+            "n_constraints": circuit.n_constraints,
+            "backend": args.backend,
+            "reps": args.reps,
+            "verified": true,
+            "identical_proofs": identical,
+            "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "gpu": gpus.first().map(|d| d.name().to_string()),
+            "paramgen_ms": round1(paramgen_ms),
+            "srs_load_ms": round1(srs_load_ms),
+        });
+        for (name, prover) in &provers {
+            line[format!("{name}_ms_median")] = round1(med(name, 0));
+            line[format!("{name}_prove_ms_median")] = round1(med(name, 1));
+            if let Prover::Supraseal(sp) = prover {
+                line["supraseal_load_ms"] = round1(sp.load_ms);
+            }
+            if let Some(st) = stages.get(name) {
+                line[format!("{name}_stages_ms")] = st
+                    .iter()
+                    .map(|(k, v)| (k.clone(), round1(median(v))))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+            }
+        }
+        for (name, _) in provers.iter().skip(1) {
+            let me = &args.backend;
+            line[format!("speedup_vs_{name}")] = ratio(med(name, 0), med(me, 0));
+            line[format!("prove_speedup_vs_{name}")] = ratio(med(name, 1), med(me, 1));
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// One cuzk prove of `asg` with the given r, s; its time plus the synthesis time.
+fn cuzk_run(
+    asg: &cuzk_groth16::Assignment,
+    synth_ms: f64,
+    srs: &Srs,
+    r: blstrs::Scalar,
+    s: blstrs::Scalar,
+    backend: &dyn Backend,
+) -> anyhow::Result<Run> {
+    let t = Instant::now();
+    let (proof, report) = cuzk_groth16::prove(asg, srs, r, s, backend)?;
+    let ms = synth_ms + t.elapsed().as_secs_f64() * 1e3;
+    Ok(Run {
+        proof,
+        ms,
+        synth_ms,
+        stages: report
+            .stages
+            .iter()
+            .map(|s| (s.name.clone(), s.wall.as_secs_f64() * 1e3))
+            .collect(),
+    })
+}
+
+fn ratio(theirs: f64, ours: f64) -> serde_json::Value {
+    if ours > 0.0 {
+        serde_json::Value::from((theirs / ours * 1000.0).round() / 1000.0)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }

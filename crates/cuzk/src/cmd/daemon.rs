@@ -4,6 +4,7 @@
 //! config as TOML and exits.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use cuzk_engine::KindRegistry;
@@ -43,6 +44,9 @@ pub struct Args {
     /// Print the effective config as TOML and exit.
     #[arg(long)]
     pub print_config: bool,
+    /// Prove on the CPU backend even when GPUs are present.
+    #[arg(long)]
+    pub no_gpu: bool,
 }
 
 impl Args {
@@ -80,9 +84,12 @@ impl Args {
     }
 }
 
-/// The proof kinds this binary serves.
-pub fn registry() -> KindRegistry {
-    KindRegistry::with_synthetic()
+/// The proof kinds this binary serves: the four Filecoin kinds and the synthetic one
+/// (whose missing parameters are generated on the first of `gpus`, else on the CPU).
+pub fn registry(gpus: &[Arc<cuzk_gpu::Device>]) -> KindRegistry {
+    let mut registry = KindRegistry::with_synthetic_on(super::devices::fixed_base_on(gpus, None));
+    cuzk_filecoin::engine::register(&mut registry);
+    registry
 }
 
 /// Runs the subcommand.
@@ -97,12 +104,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .thread_name("cuzk-rt")
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve(cfg))
+    runtime.block_on(serve(cfg, args.no_gpu))
 }
 
-async fn serve(cfg: DaemonConfig) -> anyhow::Result<()> {
+async fn serve(cfg: DaemonConfig, no_gpu: bool) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let daemon = Daemon::start(&cfg, registry(), Vec::new())
+    let gpus = super::devices::gpus(no_gpu);
+    let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device);
+    let daemon = Daemon::start(&cfg, registry(&gpus), devices)
         .await
         .context("starting the daemon")?;
     let stop = daemon.stop_token();

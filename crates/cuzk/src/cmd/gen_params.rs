@@ -1,11 +1,15 @@
-//! `cuzk gen params`: writes a bellperson-format parameters file for a circuit, from
-//! toxic waste drawn here and printed: test parameters only. The generator is
+//! `cuzk gen params`: writes bellperson-format parameters from toxic waste drawn here:
+//! **test parameters only**. Two forms: a synthetic circuit (`--log-n K --out FILE`, toxic
+//! waste printed), or a Filecoin kind (`--kind porep --sector-size 2KiB [--dir D]`, the
+//! standard `v28-*` `.params` and `.vk` names in D). The query points are computed on the
+//! first GPU when there is one (`--cpu` forces the CPU). The generator is
 //! `cuzk_groth16::paramgen`; this module parses flags and prints.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use cuzk_groth16::paramgen::{self, CpuFixedBase};
+use cuzk_filecoin::{FilecoinKind, SectorSize};
+use cuzk_groth16::paramgen::{self, FixedBaseMul};
 use rand::SeedableRng;
 
 use super::prove::CircuitArgs;
@@ -16,9 +20,23 @@ pub struct Args {
     /// The circuit (the same flags must be given to `cuzk prove`).
     #[command(flatten)]
     pub circuit: CircuitArgs,
-    /// Output file.
+    /// Output file (synthetic circuits).
+    #[arg(long, required_unless_present = "kind", conflicts_with = "kind")]
+    pub out: Option<PathBuf>,
+    /// A Filecoin proof kind instead of a synthetic circuit: porep, window-post,
+    /// winning-post or snap.
+    #[arg(long, requires = "sector_size", conflicts_with_all = ["log_n", "toxic_seed"])]
+    pub kind: Option<String>,
+    /// Sector size of `--kind`: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
+    #[arg(long, requires = "kind")]
+    pub sector_size: Option<String>,
+    /// Directory for `--kind` files (default: $FIL_PROOFS_PARAMETER_CACHE or
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long, requires = "kind")]
+    pub dir: Option<PathBuf>,
+    /// Compute the query points on the CPU even when a GPU is present.
     #[arg(long)]
-    pub out: PathBuf,
+    pub cpu: bool,
     /// Seed for the toxic waste, for reproducible files (default: fresh OS randomness).
     #[arg(long)]
     pub toxic_seed: Option<u64>,
@@ -29,24 +47,26 @@ pub struct Args {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let fbm = super::devices::fixed_base_on(&super::devices::gpus(args.cpu), args.window_bits);
+    if let Some(kind) = &args.kind {
+        return run_filecoin(&args, kind, fbm.as_ref());
+    }
+    let out = args.out.clone().context("--out FILE is required")?;
     let lg = args.circuit.log_n()?;
     let circuit = args.circuit.synthetic(lg)?;
-    let fbm = CpuFixedBase {
-        window_bits: args.window_bits,
-    };
     let g = match args.toxic_seed {
         Some(seed) => paramgen::generate(
             circuit,
             &mut rand_chacha::ChaCha20Rng::seed_from_u64(seed),
-            &fbm,
+            fbm.as_ref(),
         ),
-        None => paramgen::generate(circuit, &mut rand::thread_rng(), &fbm),
+        None => paramgen::generate(circuit, &mut rand::thread_rng(), fbm.as_ref()),
     }
     .context("generating parameters")?;
     let t = std::time::Instant::now();
     g.srs
-        .save(&args.out)
-        .with_context(|| format!("writing {}", args.out.display()))?;
+        .save(&out)
+        .with_context(|| format!("writing {}", out.display()))?;
     let save = t.elapsed();
 
     println!(
@@ -62,6 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     ] {
         println!("  {name:<6} {value:?}");
     }
+    println!("fixed-base multiplication on {}", fbm.name());
     println!(
         "circuit synthetic seed={}: {} rows (domain 2^{lg}), {} inputs, {} aux; points: h {}, l {}, a {}, b {}",
         circuit.seed,
@@ -81,7 +102,40 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     println!("{:<10} {:>12.3}", "save", save.as_secs_f64() * 1e3);
     println!("{:<10} {:>12.3}", "total", total.as_secs_f64() * 1e3);
-    let size = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
-    println!("wrote {} ({size} bytes)", args.out.display());
+    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    println!("wrote {} ({size} bytes)", out.display());
+    Ok(())
+}
+
+/// `--kind K --sector-size S`: the kind's standard files, skipped when already present.
+fn run_filecoin(args: &Args, kind: &str, fbm: &dyn FixedBaseMul) -> anyhow::Result<()> {
+    let kind = FilecoinKind::from_cli_name(kind).map_err(anyhow::Error::msg)?;
+    let size = args
+        .sector_size
+        .as_deref()
+        .context("--sector-size is required with --kind")?;
+    let size = SectorSize::parse(size).map_err(anyhow::Error::msg)?;
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(cuzk_filecoin::default_param_dir);
+    println!("WARNING: test-only parameters (local toxic waste); never use them on a network");
+    let t = std::time::Instant::now();
+    let path = cuzk_filecoin::testgen::gen_params_with(kind, size, &dir, fbm)
+        .with_context(|| format!("generating {kind} {size} parameters in {}", dir.display()))?;
+    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "{}",
+        serde_json::json!({
+            "op": "gen_params",
+            "kind": kind.to_string(),
+            "sector_size": size.to_string(),
+            "circuit_id": cuzk_filecoin::circuit_id(kind, size),
+            "fixed_base": fbm.name(),
+            "path": path.display().to_string(),
+            "bytes": bytes,
+            "wall_ms": t.elapsed().as_millis() as u64,
+        })
+    );
     Ok(())
 }

@@ -4,9 +4,11 @@ pub mod bench_batch;
 pub mod bench_gpu;
 pub mod bench_prove;
 pub mod daemon;
+pub mod devices;
 pub mod gen_params;
 pub mod gen_sector;
 pub mod prove;
+pub mod prove_filecoin;
 pub mod status;
 
 /// `RUST_LOG`-driven logs to stderr, `info` by default.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
-use cuzk_groth16::{CpuBackend, Srs, SrsOptions};
+use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions};
 
 /// The circuits `prove` and `gen params` know.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -85,7 +85,7 @@ pub struct Args {
     #[command(flatten)]
     pub circuit: CircuitArgs,
     /// Parameters file (bellperson format) made for this circuit, e.g. by `cuzk gen params`.
-    #[arg(long, required_unless_present = "demo")]
+    #[arg(long, required_unless_present_any = ["demo", "kind"])]
     pub params: Option<PathBuf>,
     /// Seed of the witness (default: the structure seed); any value proves with the same
     /// parameters.
@@ -106,6 +106,17 @@ pub struct Args {
     /// Write the public inputs (without ONE), each 32 little-endian bytes, here.
     #[arg(long)]
     pub inputs_out: Option<PathBuf>,
+    /// Prove a Filecoin kind instead (porep, window-post, winning-post, snap) from the
+    /// payloads of a test sector made by `cuzk gen sector` (`--sector DIR`).
+    #[arg(long, requires = "sector", conflicts_with_all = ["demo", "params", "log_n"])]
+    pub kind: Option<String>,
+    /// The `cuzk gen sector` folder whose payloads `--kind` proves.
+    #[arg(long, requires = "kind")]
+    pub sector: Option<PathBuf>,
+    /// Parameter directory for `--kind` (default: $FIL_PROOFS_PARAMETER_CACHE or
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long, requires = "kind")]
+    pub param_dir: Option<PathBuf>,
 }
 
 /// The demo's size: proves in about a second on two cores.
@@ -113,10 +124,22 @@ const DEMO_LOG_N: u32 = 12;
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.backend == BackendKind::Gpu {
-        bail!(
-            "--backend gpu: the GPU backend is not wired into `cuzk prove` yet; use --backend cpu"
-        );
+    // Open the device first: a missing GPU fails before any work is done.
+    let backend: Box<dyn Backend> = match args.backend {
+        BackendKind::Cpu => Box::new(CpuBackend::new()),
+        BackendKind::Gpu => {
+            let dev = super::devices::open_gpus().into_iter().next().context(
+                "--backend gpu: no usable CUDA device (see the log above); use --backend cpu",
+            )?;
+            Box::new(cuzk_gpu::GpuBackend::new(dev))
+        }
+    };
+    if let (Some(kind), Some(sector)) = (&args.kind, &args.sector) {
+        let dir = args
+            .param_dir
+            .clone()
+            .unwrap_or_else(cuzk_filecoin::default_param_dir);
+        return super::prove_filecoin::run(kind, sector, &dir, backend.as_ref());
     }
     let mut stages: Vec<(String, Duration)> = Vec::new();
     let lg = if args.demo {
@@ -143,9 +166,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let asg = cuzk_groth16::synthesize(circuit).context("synthesizing the circuit")?;
     stages.push(("synthesis".into(), t.elapsed()));
 
-    let backend = CpuBackend::new();
-    let (proof, report) = cuzk_groth16::prove_random(&asg, &srs, &backend, &mut rand::thread_rng())
-        .with_context(|| format!("proving with parameters {}", params_path.display()))?;
+    let (proof, report) =
+        cuzk_groth16::prove_random(&asg, &srs, &*backend, &mut rand::thread_rng())
+            .with_context(|| format!("proving with parameters {}", params_path.display()))?;
     stages.extend(report.stages.iter().map(|s| (s.name.clone(), s.wall)));
 
     let t = Instant::now();
