@@ -14,7 +14,7 @@ use tracing::{info, warn};
 
 use crate::device::{Device, DeviceSpec};
 use crate::metrics::{Ending, Gauges, Metrics};
-use crate::srs_manager::{SrsManager, SrsStatus};
+use crate::srs_manager::{SrsManager, SrsStatus, SrsTier};
 use crate::state::{Job, Progress, Shared, State};
 use crate::status::{DeviceStatus, EngineStatus, KindQueue};
 use crate::timeline::{Timeline, TimelineEvent};
@@ -300,7 +300,22 @@ impl Engine {
     /// # Errors
     /// [`EngineError::UnknownSrs`], [`EngineError::SrsLoad`].
     pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        self.shared.srs.preload(circuit_id)
+        let (lease, loaded) = self.shared.srs.acquire(circuit_id)?;
+        let t = Instant::now();
+        // Then into each device that keeps parameters in its own memory.
+        for device in &self.shared.devices {
+            match device.spec.backend.preload_srs(lease.srs()) {
+                Ok(0) => {}
+                Ok(bytes) => {
+                    info!(circuit_id, device = %device.spec.name, bytes, "srs resident on device")
+                }
+                Err(e) => {
+                    warn!(circuit_id, device = %device.spec.name, "srs stays in host memory: {e}")
+                }
+            }
+        }
+        let elapsed = loaded.unwrap_or(Duration::ZERO) + t.elapsed();
+        Ok((loaded.is_none(), elapsed))
     }
 
     /// Evicts an SRS: (was resident, bytes freed).
@@ -308,12 +323,36 @@ impl Engine {
     /// # Errors
     /// [`EngineError::SrsInUse`], [`EngineError::UnknownSrs`].
     pub fn evict_srs(&self, circuit_id: &str) -> Result<(bool, u64), EngineError> {
-        self.shared.srs.evict(circuit_id)
+        let mut device_freed = 0;
+        if let Some(srs) = self.shared.srs.resident(circuit_id) {
+            for device in &self.shared.devices {
+                device_freed += device.spec.backend.evict_srs(&srs);
+            }
+        }
+        let (was, host_freed) = self.shared.srs.evict(circuit_id)?;
+        Ok((was || device_freed > 0, host_freed + device_freed))
     }
 
-    /// SRS entries.
+    /// SRS entries; one resident on any device reports the `Vram` tier.
     pub fn srs_status(&self) -> Vec<SrsStatus> {
-        self.shared.srs.status()
+        let mut status = self.shared.srs.status();
+        for s in &mut status {
+            if s.tier != SrsTier::Host {
+                continue;
+            }
+            let Some(srs) = self.shared.srs.resident(&s.circuit_id) else {
+                continue;
+            };
+            if self
+                .shared
+                .devices
+                .iter()
+                .any(|d| d.spec.backend.srs_device_bytes(&srs) > 0)
+            {
+                s.tier = SrsTier::Vram;
+            }
+        }
+        status
     }
 
     /// Timeline events that ended at or after `since_us`, and the engine clock now (µs).
@@ -387,7 +426,7 @@ impl Engine {
         };
         drop(st);
         EngineStatus {
-            srs: self.shared.srs.status(),
+            srs: self.srs_status(),
             ..status
         }
     }

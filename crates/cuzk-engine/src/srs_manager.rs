@@ -17,8 +17,9 @@ use tracing::{info, warn};
 
 use crate::{EngineError, KindRegistry};
 
-/// Where an SRS lives. (No backend in this workspace keeps an SRS in VRAM across proves
-/// yet; when one does, it reports `Vram` through this enum.)
+/// Where an SRS lives. `Vram` means resident in host memory and in at least one device's
+/// memory (the GPU backend keeps parameters there across proves; the engine asks each
+/// device's backend).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SrsTier {
     /// Resident in device memory.
@@ -300,6 +301,14 @@ impl SrsManager {
             .collect();
         out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
         out
+    }
+
+    /// The host-resident copy of `circuit_id`, if any (no reference is taken).
+    pub fn resident(&self, circuit_id: &str) -> Option<Arc<Srs>> {
+        match &self.entries.lock().get(circuit_id)?.residency {
+            Residency::Resident(srs) => Some(srs.clone()),
+            _ => None,
+        }
     }
 
     /// Host bytes of resident entries.

@@ -223,21 +223,23 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
         drop(token);
         let compute_event = event(&job, partition_idx, Stage::Compute, &lane, dev_name);
         // The interval the device was held: the whole call, or the backend's own hold
-        // (which starts where its `token_wait` stage ends).
+        // (which starts where its `token_wait` stage ends; the stages before it, such as
+        // its uploads, ran outside the token).
         let (held_from, held_to) = match (&result, owns_token) {
             (Ok(Ok((_, report))), true) => {
-                let wait: Duration = report
-                    .stages
+                let at = report.stages.iter().position(|s| s.name == "token_wait");
+                let before: Duration = report.stages[..at.unwrap_or(0)]
                     .iter()
-                    .position(|s| s.name == "token_wait")
-                    .map(|i| report.stages[..=i].iter().map(|s| s.wall).sum())
-                    .unwrap_or_default();
-                let from = (t_start + wait).min(t_end);
+                    .map(|s| s.wall)
+                    .sum();
+                let wait = at.map_or(Duration::ZERO, |i| report.stages[i].wall);
+                let wait_from = (t_start + before).min(t_end);
+                let from = (wait_from + wait).min(t_end);
                 let to = report.token_held.map_or(t_end, |h| (from + h).min(t_end));
-                shared.metrics.stage(Stage::TokenWait, from - t_start);
+                shared.metrics.stage(Stage::TokenWait, from - wait_from);
                 shared.timeline.record(
                     event(&job, partition_idx, Stage::TokenWait, &lane, dev_name),
-                    t_start,
+                    wait_from,
                     from,
                 );
                 (from, to)

@@ -252,6 +252,25 @@ impl Backend for GpuBackend {
     fn owns_compute_token(&self) -> bool {
         true
     }
+
+    fn srs_device_bytes(&self, srs: &Srs) -> u64 {
+        self.srs
+            .peek(&crate::residency::fingerprint(srs))
+            .map_or(0, |r| r.bytes())
+    }
+
+    fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
+        self.preload(srs).map_err(|e| BackendError::Device {
+            device: format!("gpu:{}", self.dev.ordinal()),
+            stage: "preload_srs".into(),
+            message: e.to_string(),
+        })
+    }
+
+    fn evict_srs(&self, srs: &Srs) -> u64 {
+        self.srs
+            .evict_idle_one(&self.dev, &crate::residency::fingerprint(srs))
+    }
 }
 
 /// Bytes of the shared arena: NTT tables plus the sums' scratch (resident) or the two

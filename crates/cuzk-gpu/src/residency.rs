@@ -152,6 +152,30 @@ impl ResidentSet {
         Some(r)
     }
 
+    /// The resident copy of the SRS with fingerprint `fp`, without marking it used.
+    pub fn peek(&self, fp: &Fingerprint) -> Option<Arc<ResidentSrs>> {
+        self.list.lock().iter().find(|r| &r.fp == fp).cloned()
+    }
+
+    /// Drops the resident copy with fingerprint `fp` if no prove holds it; returns the
+    /// bytes released.
+    pub fn evict_idle_one(&self, dev: &Device, fp: &Fingerprint) -> u64 {
+        let mut list = self.list.lock();
+        let Some(i) = list
+            .iter()
+            .position(|r| &r.fp == fp && Arc::strong_count(r) == 1)
+        else {
+            return 0;
+        };
+        let r = list.remove(i);
+        tracing::info!(
+            gpu = dev.ordinal(),
+            bytes = r.bytes,
+            "srs evicted from vram"
+        );
+        r.bytes
+    }
+
     /// Bytes of all resident SRSs.
     pub fn bytes(&self) -> u64 {
         self.list.lock().iter().map(|r| r.bytes).sum()

@@ -126,4 +126,24 @@ pub trait Backend: Send + Sync {
     fn owns_compute_token(&self) -> bool {
         false
     }
+
+    /// Device bytes that `srs` holds on this backend's device (0: not resident there;
+    /// always 0 for a backend without device memory).
+    fn srs_device_bytes(&self, _srs: &Srs) -> u64 {
+        0
+    }
+
+    /// Makes `srs` resident in the device's memory when the backend keeps parameters
+    /// there; returns its device bytes (0 when it does not, or streams them).
+    ///
+    /// # Errors
+    /// [`BackendError::Device`] when the upload fails or it does not fit.
+    fn preload_srs(&self, _srs: &Srs) -> Result<u64, BackendError> {
+        Ok(0)
+    }
+
+    /// Drops the device copy of `srs` if no prove uses it; returns the bytes freed.
+    fn evict_srs(&self, _srs: &Srs) -> u64 {
+        0
+    }
 }

@@ -1,0 +1,186 @@
+//! The engine's side of a backend that keeps parameters in device memory and takes its
+//! device's compute token itself (what the GPU backend does), checked with a stand-in
+//! device around the CPU backend: preload puts the SRS in the `Vram` tier, evict takes it
+//! out of both tiers, and the device's busy interval is the backend's own token hold.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_engine::synthetic::SyntheticSpec;
+use cuzk_engine::{
+    AwaitOutcome, DeviceSpec, Engine, EngineConfig, JobSpec, JobState, KindRegistry, ProofKindId,
+    ProofRequest, SrsTier, Stage,
+};
+use cuzk_groth16::{
+    Assignment, Backend, BackendError, ComputeToken, CpuBackend, MsmOutputs, ProveReport, Srs,
+};
+use parking_lot::Mutex;
+
+/// The CPU backend plus a set of "device-resident" SRSs (keyed by their delta) and a
+/// token taken inside `compute`, after a deliberate 30 ms of "upload" outside it.
+struct StandInDevice {
+    cpu: CpuBackend,
+    resident: Mutex<HashSet<Vec<u8>>>,
+    token: ComputeToken,
+}
+
+fn key(srs: &Srs) -> Vec<u8> {
+    srs.vk.delta_g1.to_compressed().to_vec()
+}
+
+impl Backend for StandInDevice {
+    fn name(&self) -> String {
+        "standin:0".into()
+    }
+
+    fn compute(
+        &self,
+        asg: &Assignment,
+        srs: &Srs,
+        report: &mut ProveReport,
+    ) -> Result<MsmOutputs, BackendError> {
+        std::thread::sleep(Duration::from_millis(30));
+        report.push("upload", Duration::from_millis(30));
+        let t = std::time::Instant::now();
+        let _token = self.token.acquire();
+        report.push("token_wait", t.elapsed());
+        let held = std::time::Instant::now();
+        let out = self.cpu.compute(asg, srs, report)?;
+        report.token_held = Some(held.elapsed());
+        Ok(out)
+    }
+
+    fn owns_compute_token(&self) -> bool {
+        true
+    }
+
+    fn srs_device_bytes(&self, srs: &Srs) -> u64 {
+        if self.resident.lock().contains(&key(srs)) {
+            srs.host_bytes() as u64
+        } else {
+            0
+        }
+    }
+
+    fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
+        self.resident.lock().insert(key(srs));
+        Ok(srs.host_bytes() as u64)
+    }
+
+    fn evict_srs(&self, srs: &Srs) -> u64 {
+        if self.resident.lock().remove(&key(srs)) {
+            srs.host_bytes() as u64
+        } else {
+            0
+        }
+    }
+}
+
+#[test]
+fn device_tier_and_backend_token_hold() {
+    let backend = Arc::new(StandInDevice {
+        cpu: CpuBackend::new(),
+        resident: Mutex::new(HashSet::new()),
+        token: ComputeToken::new(),
+    });
+    let device = DeviceSpec {
+        name: "gpu:0".into(),
+        hardware: "stand-in".into(),
+        is_gpu: true,
+        ordinal: 0,
+        vram_total_bytes: 1 << 30,
+        backend: backend.clone(),
+        workers: Some(2),
+    };
+    let cfg = EngineConfig {
+        param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
+        ..EngineConfig::default()
+    };
+    let engine =
+        Engine::start(cfg, KindRegistry::with_synthetic(), vec![device]).expect("engine starts");
+    let id = SyntheticSpec {
+        log_n: 6,
+        n_partitions: 1,
+        seed: 0,
+    }
+    .circuit_id();
+    engine.preload_srs(&id).expect("preload");
+    let tier = |e: &Engine| {
+        e.srs_status()
+            .into_iter()
+            .find(|s| s.circuit_id == id)
+            .map(|s| s.tier)
+    };
+    assert_eq!(tier(&engine), Some(SrsTier::Vram));
+
+    let request = ProofRequest {
+        vanilla_proof: SyntheticSpec {
+            log_n: 6,
+            n_partitions: 4,
+            seed: 3,
+        }
+        .encode(),
+        ..ProofRequest::default()
+    };
+    let job = engine
+        .submit(JobSpec {
+            request_id: String::new(),
+            kind: ProofKindId::Synthetic,
+            priority: None,
+            request,
+        })
+        .expect("accepted");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let AwaitOutcome::Finished(out) = rt
+        .block_on(engine.await_job(&job.job_id, Some(Duration::from_secs(300))))
+        .expect("known job")
+    else {
+        panic!("no outcome in 300 s");
+    };
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+
+    // Each partition's compute interval starts after the backend's own upload + wait.
+    let (events, _) = engine.timeline(0);
+    let computes: Vec<_> = events
+        .iter()
+        .filter(|e| e.stage == Stage::Compute)
+        .collect();
+    assert_eq!(computes.len(), 4);
+    for c in &computes {
+        let same = |e: &&cuzk_engine::TimelineEvent| {
+            e.partition_idx == c.partition_idx && e.job_id == c.job_id
+        };
+        let upload = events
+            .iter()
+            .filter(same)
+            .find(|e| e.stage == Stage::Backend && e.detail == "upload")
+            .expect("the backend's upload stage is on the timeline");
+        let wait = events
+            .iter()
+            .filter(same)
+            .find(|e| e.stage == Stage::TokenWait)
+            .expect("a token wait event per partition");
+        assert!(upload.end_us - upload.start_us >= 29_000, "{upload:?}");
+        assert!(
+            wait.start_us >= upload.end_us,
+            "{wait:?} overlaps {upload:?}"
+        );
+        assert!(
+            c.start_us >= wait.end_us,
+            "{c:?} starts before {wait:?} ends"
+        );
+    }
+
+    let (was, freed) = engine.evict_srs(&id).expect("evict");
+    assert!(was && freed > 0);
+    assert_eq!(tier(&engine), Some(SrsTier::Disk));
+    assert!(
+        backend.resident.lock().is_empty(),
+        "the device copy is gone too"
+    );
+}
