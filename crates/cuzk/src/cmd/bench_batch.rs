@@ -197,6 +197,17 @@ async fn bench(args: Args, priority: Priority) -> anyhow::Result<()> {
         .filter(|e| e.start_us >= since_us)
         .collect();
     report(&args, priority, &samples, wall, &events, since_us, now_us)?;
+    if let Target::Local(engine) = &target {
+        for s in engine.srs_status() {
+            eprintln!(
+                "srs {}: tier {:?}, {} host bytes, loaded in {:.2} s",
+                s.circuit_id,
+                s.tier,
+                s.size_bytes,
+                s.load_time.as_secs_f64()
+            );
+        }
+    }
     if let Target::Local(engine) = target {
         engine.shutdown(Duration::from_secs(10)).await;
     }
