@@ -164,8 +164,19 @@ impl Drop for VramArena {
         let _ = self.dev.context().bind_to_thread();
         // SAFETY: base came from malloc_sync in new() and is freed exactly once; no
         // DevRegion can outlive the arena (they borrow it).
-        if let Err(e) = unsafe { cudarc::driver::result::free_sync(self.base) } {
-            tracing::warn!(gpu = self.dev.ordinal(), cause = %e, "vram arena free failed");
+        match unsafe { cudarc::driver::result::free_sync(self.base) } {
+            Ok(()) => {}
+            // At process exit the driver may be torn down before the last worker thread
+            // drops its slots; the driver has released the memory with the context.
+            Err(e) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_DEINITIALIZED => {
+                tracing::debug!(
+                    gpu = self.dev.ordinal(),
+                    "vram arena dropped after driver shutdown"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(gpu = self.dev.ordinal(), cause = %e, "vram arena free failed");
+            }
         }
     }
 }
