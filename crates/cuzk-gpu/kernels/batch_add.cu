@@ -12,7 +12,20 @@ __device__ __forceinline__ void batch_add(const affine_t<F>* bases, const u32* i
     if (id >= nout) return;
     const u32 b = id * K, e = min(n, b + K);
     xyzz_t<F> acc = xyzz_t<F>::inf();
-    for (u32 p = b; p < e; p++) acc.add_affine(bases[idx ? idx[p] : p]);
+    if constexpr (sizeof(F) == sizeof(fp_t)) {
+        // G1, one point ahead as in msm.cu's accumulate: the next gather overlaps this add.
+        if (b < e) {
+            affine_t<F> q = bases[idx ? idx[b] : b];
+            for (u32 p = b; p < e; p++) {
+                affine_t<F> next = q;
+                if (p + 1 < e) next = bases[idx ? idx[p + 1] : p + 1];
+                hot_add_affine(acc, q);
+                q = next;
+            }
+        }
+    } else {
+        for (u32 p = b; p < e; p++) acc.add_affine(bases[idx ? idx[p] : p]);
+    }
     out[id] = acc;
 }
 

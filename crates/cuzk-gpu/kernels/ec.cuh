@@ -11,6 +11,7 @@
 
 // dbl, add and add_affine are __noinline__: one out-of-line copy per module keeps NVRTC and
 // ptxas time and code size bounded (an inlined G2 addition is ~25k instructions).
+// add_affine_inline is the inlined mixed addition for G1's hot loops.
 
 template <class F>
 struct affine_t {
@@ -56,7 +57,13 @@ struct xyzz_t {
     }
 
     // this += q (affine), madd-2008-s; falls back to doubling when q equals this.
-    __device__ __noinline__ void add_affine(const affine_t<F>& q) {
+    __device__ __noinline__ void add_affine(const affine_t<F>& q) { add_affine_inline(q); }
+
+    // The same, inlined: G1 hot loops (bucket accumulation, batch addition) call this so
+    // the accumulator stays in registers instead of a local-memory frame behind `this`,
+    // and the next point's gather can be scheduled across the addition. G2 keeps the
+    // out-of-line copy (compile time, see above).
+    __device__ __forceinline__ void add_affine_inline(const affine_t<F>& q) {
         if (q.is_inf()) return;
         if (is_inf()) {
             *this = from_affine(q);
@@ -137,3 +144,13 @@ typedef xyzz_t<fp_t> g1_xyzz_t;
 typedef xyzz_t<fp2_t> g2_xyzz_t;
 typedef jacobian_t<fp_t> g1_jacobian_t;
 typedef jacobian_t<fp2_t> g2_jacobian_t;
+
+// acc += q in a hot loop: the inlined mixed addition in G1, the out-of-line one in G2.
+template <class F>
+__device__ __forceinline__ void hot_add_affine(xyzz_t<F>& acc, const affine_t<F>& q) {
+    if constexpr (sizeof(F) == sizeof(fp_t)) {
+        acc.add_affine_inline(q);
+    } else {
+        acc.add_affine(q);
+    }
+}

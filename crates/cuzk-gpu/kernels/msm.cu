@@ -86,13 +86,35 @@ __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* 
     if (id >= nbuckets) return;
     const u32 b = starts[id], e = starts[id + 1];
     xyzz_t<F> acc = xyzz_t<F>::inf();
-    for (u32 p = b; p < e; p++) {
-        const u32 ent = sorted[p];
-        u32 i = ent & 0x7fffffffu;
-        if (base_idx) i = base_idx[i];
-        affine_t<F> q = bases[i];
-        if (ent >> 31) q = q.neg();
-        acc.add_affine(q);
+    if constexpr (sizeof(F) == sizeof(fp_t)) {
+        // G1, one point ahead: the gathers of point p + 1 (entry, index, 96 bytes of base)
+        // are in flight while point p is added (inlined, accumulator in registers).
+        if (b < e) {
+            u32 ent = sorted[b];
+            const u32 j0 = ent & 0x7fffffffu;
+            affine_t<F> q = bases[base_idx ? base_idx[j0] : j0];
+            for (u32 p = b; p < e; p++) {
+                const u32 sign = ent >> 31;
+                affine_t<F> next = q;
+                if (p + 1 < e) {
+                    ent = sorted[p + 1];
+                    const u32 j = ent & 0x7fffffffu;
+                    next = bases[base_idx ? base_idx[j] : j];
+                }
+                hot_add_affine(acc, sign ? q.neg() : q);
+                q = next;
+            }
+        }
+    } else {
+        // G2: a prefetched 192-byte point would cost 48 registers of a 190-register kernel.
+        for (u32 p = b; p < e; p++) {
+            const u32 ent = sorted[p];
+            u32 i = ent & 0x7fffffffu;
+            if (base_idx) i = base_idx[i];
+            affine_t<F> q = bases[i];
+            if (ent >> 31) q = q.neg();
+            acc.add_affine(q);
+        }
     }
     buckets[id] = acc;
 }
