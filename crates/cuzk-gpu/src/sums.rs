@@ -80,8 +80,15 @@ pub fn sum_resident<P: group::Group>(
     if !split {
         return (ops.msm)(dev, &scratch, bases, None, scalars, n);
     }
+    let mut prof = crate::device::PhaseTimer::start(dev, || format!("split n={n}"))?;
     let cls = classify(dev, &scratch, scalars, n)?;
+    if let Some(p) = prof.as_mut() {
+        p.mark("classify")?;
+    }
     let ones = (ops.batch_add)(dev, &scratch, bases, Some(&cls.one_idx), cls.n_ones)?;
+    if let Some(p) = prof.as_mut() {
+        p.mark("batch_add")?;
+    }
     let others = (ops.msm)(
         dev,
         &scratch,
@@ -90,6 +97,11 @@ pub fn sum_resident<P: group::Group>(
         &cls.other_scalars,
         cls.n_others,
     )?;
+    if let Some(mut p) = prof {
+        p.mark("msm_others")?;
+        tracing::info!(n, ones = cls.n_ones, others = cls.n_others, "split sum");
+        p.report()?;
+    }
     Ok(ones + others)
 }
 
