@@ -264,24 +264,9 @@ impl Device {
     /// # Errors
     /// [`GpuError::Input`] if `src` is larger than the region; driver errors.
     pub fn upload(&self, dst: &crate::arena::DevRegion<'_>, src: &[u8]) -> Result<()> {
-        if src.len() > dst.bytes() {
-            return Err(GpuError::Input(format!(
-                "upload of {} bytes into a {}-byte region",
-                src.len(),
-                dst.bytes()
-            )));
-        }
-        drv(
-            self.ordinal,
-            || "bind context".into(),
-            self.ctx.bind_to_thread(),
-        )?;
-        // SAFETY: dst.ptr() is a live device allocation of at least src.len() bytes (the
-        // region borrows its arena); src stays borrowed until the synchronize below.
-        let r = unsafe {
-            cudarc::driver::result::memcpy_htod_async(dst.ptr(), src, self.compute.cu_stream())
-        };
-        drv(self.ordinal, || format!("upload {} bytes", src.len()), r)?;
+        // SAFETY: src stays borrowed until the synchronize below, and the compute stream
+        // orders the copy after the kernels already queued on it.
+        unsafe { self.enqueue_upload(dst, src, &self.compute, "") }?;
         self.sync_compute()
     }
 
@@ -301,26 +286,36 @@ impl Device {
         dst: &crate::arena::DevRegion<'_>,
         src: &[u8],
     ) -> Result<()> {
-        if src.len() > dst.bytes() {
-            return Err(GpuError::Input(format!(
-                "upload of {} bytes into a {}-byte region",
-                src.len(),
-                dst.bytes()
-            )));
-        }
+        // SAFETY: forwarded to the caller (# Safety above).
+        unsafe { self.enqueue_upload(dst, src, &self.copy, " on copy stream") }
+    }
+
+    /// Checks that `src` fits `dst`, binds the context and enqueues the copy on `stream`.
+    ///
+    /// # Safety
+    /// `src` must stay alive and unmodified until `stream` has passed the copy, and `dst`
+    /// must not be in use by work the copy could race with.
+    unsafe fn enqueue_upload(
+        &self,
+        dst: &crate::arena::DevRegion<'_>,
+        src: &[u8],
+        stream: &CudaStream,
+        which: &str,
+    ) -> Result<()> {
+        check_fits(dst, src.len())?;
         drv(
             self.ordinal,
             || "bind context".into(),
             self.ctx.bind_to_thread(),
         )?;
-        // SAFETY: dst.ptr() is a live device allocation of at least src.len() bytes; the
-        // caller keeps src alive until the copy stream passes this copy (# Safety above).
+        // SAFETY: dst.ptr() is a live device allocation of at least src.len() bytes (the
+        // region borrows its arena); src's lifetime is the caller's contract above.
         let r = unsafe {
-            cudarc::driver::result::memcpy_htod_async(dst.ptr(), src, self.copy.cu_stream())
+            cudarc::driver::result::memcpy_htod_async(dst.ptr(), src, stream.cu_stream())
         };
         drv(
             self.ordinal,
-            || format!("upload {} bytes on copy stream", src.len()),
+            || format!("upload {} bytes{which}", src.len()),
             r,
         )
     }
@@ -441,6 +436,17 @@ impl Device {
         };
         drv(self.ordinal, || "memset".into(), res)
     }
+}
+
+/// [`GpuError::Input`] unless `len` bytes fit in `dst`.
+pub(crate) fn check_fits(dst: &crate::arena::DevRegion<'_>, len: usize) -> Result<()> {
+    if len > dst.bytes() {
+        return Err(GpuError::Input(format!(
+            "upload of {len} bytes into a {}-byte region",
+            dst.bytes()
+        )));
+    }
+    Ok(())
 }
 
 /// Optional per-phase device timing (set `CUZK_GPU_PROFILE=1`): events recorded on the

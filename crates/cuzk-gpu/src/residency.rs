@@ -292,13 +292,7 @@ pub fn staged_upload(
     dst: &DevRegion<'_>,
     src: &[u8],
 ) -> Result<()> {
-    if src.len() > dst.bytes() {
-        return Err(GpuError::Input(format!(
-            "upload of {} bytes into a {}-byte region",
-            src.len(),
-            dst.bytes()
-        )));
-    }
+    crate::device::check_fits(dst, src.len())?;
     if src.is_empty() {
         return Ok(());
     }
