@@ -65,7 +65,7 @@ pub fn gpu_specs(gpus: &[Arc<Device>], workers: usize) -> Vec<DeviceSpec> {
 /// The GPUs to prove on: all that open, or none with `no_gpu`.
 pub fn gpus(no_gpu: bool) -> Vec<Arc<Device>> {
     if no_gpu {
-        info!("--no-gpu: proving on the CPU backend");
+        info!("GPUs not used (--no-gpu or --cpu): the CPU does the work");
         return Vec::new();
     }
     open_gpus()
