@@ -23,6 +23,10 @@ pub struct EngineConfig {
     pub host_memory_budget_bytes: u64,
     /// Host bytes of resident SRSs before idle ones are evicted least-recently-used first.
     pub srs_budget_bytes: u64,
+    /// Host bytes of recorded constraint systems (one per circuit shape, used to
+    /// synthesize later partitions without building linear combinations); 0 turns
+    /// recording off.
+    pub recorded_r1cs_budget_bytes: u64,
     /// Check every SRS point's curve and subgroup membership on load (slow).
     pub srs_check_points: bool,
     /// How long finished results are kept for `AwaitProof` and re-submits.
@@ -45,6 +49,7 @@ impl Default for EngineConfig {
             cpu_workers: 1,
             host_memory_budget_bytes: 64 << 30,
             srs_budget_bytes: 128 << 30,
+            recorded_r1cs_budget_bytes: cuzk_groth16::recorded::DEFAULT_BUDGET,
             srs_check_points: false,
             result_retention: Duration::from_secs(3600),
             result_retention_count: 1000,

@@ -50,6 +50,7 @@ impl Engine {
         devices: Vec<DeviceSpec>,
     ) -> Result<Engine, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
+        cuzk_groth16::recorded::set_budget(cfg.recorded_r1cs_budget_bytes);
         let devices: Vec<Arc<Device>> = if devices.is_empty() {
             vec![Arc::new(Device::new(DeviceSpec::cpu(), cfg.cpu_workers))]
         } else {

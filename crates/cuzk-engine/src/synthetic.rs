@@ -189,7 +189,8 @@ impl PartitionedProof for SyntheticProof {
             reason,
         };
         let circuit = circuit(self.spec.log_n, self.partition_seed(partition_idx)).map_err(fail)?;
-        let asg = cuzk_groth16::synthesize(circuit).map_err(|e| fail(e.to_string()))?;
+        let asg = cuzk_groth16::recorded::synthesize_cached(&self.spec.circuit_id(), circuit)
+            .map_err(|e| fail(e.to_string()))?;
         if let Some(slot) = self.inputs.lock().get_mut(partition_idx) {
             *slot = Some(asg.input_assignment.get(1..).unwrap_or_default().to_vec());
         }

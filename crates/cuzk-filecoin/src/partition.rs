@@ -14,15 +14,48 @@ use cuzk_groth16::{Assignment, KindError, Proof, Scalar, VerifyingKey};
 /// Bytes of one compressed Groth16 proof (G1 48 ‖ G2 96 ‖ G1 48).
 pub const PROOF_BYTES: usize = 192;
 
-/// Synthesizes `circuit` (partition `partition_idx`) with cuzk's constraint system.
-pub(crate) fn synthesize_circuit<C: Circuit<Scalar>>(
+/// Synthesizes `circuit` (partition `partition_idx` of a `circuit_id` proof) with cuzk's
+/// constraint system, through the recording of the circuit id's shape
+/// (`cuzk_groth16::recorded`): partitions after the first of a shape skip building the
+/// linear combinations.
+pub(crate) fn synthesize_circuit<C: Circuit<Scalar> + Clone>(
+    circuit_id: &str,
     circuit: C,
     partition_idx: usize,
 ) -> Result<Assignment, KindError> {
-    cuzk_groth16::synthesize(circuit).map_err(|e| KindError::Synthesis {
-        partition_idx,
-        reason: e.to_string(),
+    cuzk_groth16::recorded::synthesize_cached(circuit_id, circuit).map_err(|e| {
+        KindError::Synthesis {
+            partition_idx,
+            reason: e.to_string(),
+        }
     })
+}
+
+/// A circuit that is not `Clone`, as a cloneable handle on the function that builds it:
+/// each `synthesize` builds a fresh one. A build that fails (it succeeded once before
+/// this handle was made, and is deterministic) reports a missing assignment.
+pub(crate) struct Rebuild<'a, F>(pub &'a F);
+
+impl<F> Clone for Rebuild<'_, F> {
+    fn clone(&self) -> Self {
+        Rebuild(self.0)
+    }
+}
+
+impl<C, E, F> Circuit<Scalar> for Rebuild<'_, F>
+where
+    C: Circuit<Scalar>,
+    F: Fn() -> Result<C, E>,
+{
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        match (self.0)() {
+            Ok(circuit) => circuit.synthesize(cs),
+            Err(_) => Err(bellperson::SynthesisError::AssignmentMissing),
+        }
+    }
 }
 
 /// Maps a circuit-construction error from the storage-proofs crates.

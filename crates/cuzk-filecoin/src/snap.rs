@@ -174,17 +174,26 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedProof
             .vanilla_proofs
             .get(partition_idx)
             .ok_or_else(|| partition::circuit_error(partition_idx, "no such partition"))?;
-        let circuit: EmptySectorUpdateCircuit<Tree> = crate::guard("vanilla_proofs", || {
-            <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
-                &self.pub_inputs,
-                (),
-                vanilla,
-                &self.pub_params,
-                Some(partition_idx),
-            )
-        })?
-        .map_err(|e| partition::circuit_error(partition_idx, e))?;
-        partition::synthesize_circuit(circuit, partition_idx)
+        let build = || -> Result<EmptySectorUpdateCircuit<Tree>, KindError> {
+            crate::guard("vanilla_proofs", || {
+                <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
+                    &self.pub_inputs,
+                    (),
+                    vanilla,
+                    &self.pub_params,
+                    Some(partition_idx),
+                )
+            })?
+            .map_err(|e| partition::circuit_error(partition_idx, e))
+        };
+        // The update circuit is not Clone: build it once to surface errors, then let the
+        // recorder rebuild it for each run it makes.
+        build()?;
+        partition::synthesize_circuit(
+            &self.circuit_id(),
+            partition::Rebuild(&build),
+            partition_idx,
+        )
     }
 
     fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {

@@ -75,7 +75,7 @@ impl Density {
 /// - `input_assignment[0] == Scalar::ONE`.
 /// - `a_aux_density.len() == b_aux_density.len() == aux_assignment.len()` and
 ///   `b_input_density.len() == input_assignment.len()`; every input is in the A query.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Assignment {
     /// ⟨A_j, z⟩ for every constraint j (paper: u_j(τ) evaluated on the witness z).
     pub a: Vec<Scalar>,

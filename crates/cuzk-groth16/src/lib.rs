@@ -19,6 +19,7 @@ pub mod cpu;
 pub mod kind;
 pub mod paramgen;
 pub mod prover;
+pub mod recorded;
 pub mod srs;
 pub mod synthesis;
 pub mod synthetic;

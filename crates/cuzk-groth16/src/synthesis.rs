@@ -37,6 +37,13 @@ pub enum SynthesisError {
         /// How many variables of that kind existed when the constraint was enforced.
         allocated: usize,
     },
+    /// A pre-recorded constraint system ([`crate::recorded::R1cs`]) was given an instance
+    /// of another shape.
+    #[error("not the recorded shape: {what}")]
+    ShapeMismatch {
+        /// Both shapes' counts.
+        what: String,
+    },
 }
 
 /// Runs `circuit` and returns its assignment, with the `input_i · 0 = 0` rows appended.

@@ -40,6 +40,8 @@ pub struct EngineSection {
     pub host_memory_budget_bytes: u64,
     /// Resident SRS budget, bytes.
     pub srs_budget_bytes: u64,
+    /// Recorded constraint systems budget, bytes (0: off).
+    pub recorded_r1cs_budget_bytes: u64,
     /// Check SRS points' curve and subgroup membership on load.
     pub srs_check_points: bool,
     /// Seconds finished results are kept.
@@ -72,6 +74,7 @@ impl Default for EngineSection {
             cpu_workers: e.cpu_workers,
             host_memory_budget_bytes: e.host_memory_budget_bytes,
             srs_budget_bytes: e.srs_budget_bytes,
+            recorded_r1cs_budget_bytes: e.recorded_r1cs_budget_bytes,
             srs_check_points: e.srs_check_points,
             result_retention_secs: e.result_retention.as_secs(),
             result_retention_count: e.result_retention_count,
@@ -149,6 +152,7 @@ impl DaemonConfig {
             cpu_workers: e.cpu_workers,
             host_memory_budget_bytes: e.host_memory_budget_bytes,
             srs_budget_bytes: e.srs_budget_bytes,
+            recorded_r1cs_budget_bytes: e.recorded_r1cs_budget_bytes,
             srs_check_points: e.srs_check_points,
             result_retention: Duration::from_secs(e.result_retention_secs),
             result_retention_count: e.result_retention_count,
