@@ -48,6 +48,8 @@ enum BenchCommand {
     Ntt(cmd::bench_gpu::NttArgs),
     /// Many proofs through the engine: throughput, latency, GPU efficiency, timeline.
     Batch(cmd::bench_batch::Args),
+    /// Circuit synthesis: plain against the recorded constraint system.
+    Synth(cmd::bench_synth::Args),
 }
 
 fn main() {
@@ -61,6 +63,7 @@ fn main() {
         Command::Bench(BenchCommand::Msm(args)) => cmd::bench_gpu::run_msm(args),
         Command::Bench(BenchCommand::Ntt(args)) => cmd::bench_gpu::run_ntt(args),
         Command::Bench(BenchCommand::Batch(args)) => cmd::bench_batch::run(args),
+        Command::Bench(BenchCommand::Synth(args)) => cmd::bench_synth::run(args),
         Command::Daemon(args) => cmd::daemon::run(args),
         Command::Status(args) => cmd::status::run(args),
     };

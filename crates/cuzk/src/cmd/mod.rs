@@ -3,6 +3,7 @@
 pub mod bench_batch;
 pub mod bench_gpu;
 pub mod bench_prove;
+pub mod bench_synth;
 pub mod daemon;
 pub mod devices;
 pub mod gen_params;
