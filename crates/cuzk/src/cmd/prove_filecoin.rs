@@ -20,6 +20,8 @@ pub fn run(
     backend: &dyn Backend,
 ) -> anyhow::Result<()> {
     let kind = FilecoinKind::from_cli_name(kind).map_err(anyhow::Error::msg)?;
+    // One proof per process: recording the shape would cost more than it saves.
+    cuzk_groth16::recorded::set_budget(0);
     // filecoin-proofs' verifier finds its .vk files through this variable.
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", param_dir);
     let sector = load_sector(sector_dir)
