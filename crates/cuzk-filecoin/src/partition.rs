@@ -31,6 +31,20 @@ pub(crate) fn synthesize_circuit<C: Circuit<Scalar> + Clone>(
     })
 }
 
+/// Synthesizes `circuit` (partition `partition_idx`) the plain way, without recording:
+/// for circuits whose own synthesis is parallel (the PoSt circuits synthesize their
+/// sectors in parallel into extensible constraint systems), where a witness-only run is
+/// sequential and the recording loses (`cuzk bench synth --kind window-post`: 0.8×).
+pub(crate) fn synthesize_plain<C: Circuit<Scalar>>(
+    circuit: C,
+    partition_idx: usize,
+) -> Result<Assignment, KindError> {
+    cuzk_groth16::synthesize(circuit).map_err(|e| KindError::Synthesis {
+        partition_idx,
+        reason: e.to_string(),
+    })
+}
+
 /// A circuit that is not `Clone`, as a cloneable handle on the function that builds it:
 /// each `synthesize` builds a fresh one. A build that fails (it succeeded once before
 /// this handle was made, and is deterministic) reports a missing assignment.

@@ -2,6 +2,8 @@
 //! recorded constraint system (`cuzk_groth16::recorded`: record once, then witness plus
 //! parallel sparse products), on the synthetic PoRep-shaped circuit; alternating runs with
 //! fresh witnesses, medians, the two assignments required equal. One JSON line per size.
+//! With `--kind K --sector DIR`: the same for partition 0 of a Filecoin test sector's
+//! request (`cuzk gen sector`), through the kind's own synthesis.
 
 use std::time::Instant;
 
@@ -18,12 +20,22 @@ pub struct Args {
     /// Timed runs of each path (medians printed).
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
+    /// A Filecoin kind (porep, window-post, winning-post, snap) instead of the synthetic
+    /// circuit, from `--sector DIR`.
+    #[arg(long, requires = "sector")]
+    pub kind: Option<String>,
+    /// The `cuzk gen sector` folder for `--kind`.
+    #[arg(long, requires = "kind")]
+    pub sector: Option<std::path::PathBuf>,
 }
 
 /// Runs the comparison for each size.
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.reps == 0 {
         bail!("bench synth: --reps must be at least 1");
+    }
+    if let (Some(kind), Some(dir)) = (&args.kind, &args.sector) {
+        return run_filecoin(kind, dir, args.reps);
     }
     for &lg in &args.log_n {
         let c = SyntheticCircuit::with_log_n(lg, 7, SyntheticShape::default())?;
@@ -61,6 +73,60 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             })
         );
     }
+    Ok(())
+}
+
+/// Partition 0 of a Filecoin request: plain, then the first recorded call (records the
+/// shape), then `reps` recorded calls against `reps` plain ones.
+fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Result<()> {
+    use cuzk_groth16::recorded::{set_budget, DEFAULT_BUDGET};
+    let kind = cuzk_filecoin::FilecoinKind::from_cli_name(kind).map_err(anyhow::Error::msg)?;
+    let sector = cuzk_filecoin::testgen::load_sector(dir)?;
+    let proof = cuzk_filecoin::parse(kind, &sector.request(kind)?)?;
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    set_budget(0);
+    let t = Instant::now();
+    let plain_asg = proof.synthesize(0)?;
+    let mut plain = vec![ms(t)];
+    set_budget(DEFAULT_BUDGET);
+    let t = Instant::now();
+    let first = proof.synthesize(0)?;
+    let first_ms = ms(t);
+    if first != plain_asg {
+        bail!("{kind}: the recorded assignment differs from synthesize's");
+    }
+    let mut recorded = Vec::new();
+    for _ in 0..reps {
+        set_budget(DEFAULT_BUDGET);
+        let t = Instant::now();
+        let r = proof.synthesize(0)?;
+        recorded.push(ms(t));
+        set_budget(0);
+        let t = Instant::now();
+        let p = proof.synthesize(0)?;
+        plain.push(ms(t));
+        if r != p {
+            bail!("{kind}: the recorded assignment differs from synthesize's");
+        }
+    }
+    let (p, q) = (median(&mut plain), median(&mut recorded));
+    println!(
+        "{}",
+        serde_json::json!({
+            "op": "synth",
+            "kind": kind.to_string(),
+            "circuit_id": proof.circuit_id(),
+            "rows": plain_asg.n_rows(),
+            "first_recorded_ms": (first_ms * 10.0).round() / 10.0,
+            "recorded_bytes": cuzk_groth16::recorded::recorded_bytes(),
+            "synthesize_ms_median": (p * 10.0).round() / 10.0,
+            "recorded_ms_median": (q * 10.0).round() / 10.0,
+            "speedup": (p / q * 1000.0).round() / 1000.0,
+            "equal": true,
+            "reps": reps,
+            "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        })
+    );
     Ok(())
 }
 
