@@ -19,6 +19,7 @@ use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
 use serde_json::{json, Map, Value};
 
+use crate::bench::median;
 use crate::check::CheckOutcome;
 use crate::error::{GpuError, Result};
 use crate::{Device, GpuBackend, GpuBackendConfig, Residency};
@@ -43,11 +44,6 @@ fn setup(dev: &Arc<Device>, lg: u32, seed: u64) -> Result<(Srs, Assignment, f64,
 
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e4).round() / 10.0
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// A proof through `b` with r, s from `seed`, checked by bellperson's verifier.

@@ -20,6 +20,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::paramgen::{self, CpuFixedBase, ParamgenError};
+use crate::stats::median;
 use crate::synthetic::{SyntheticCircuit, SyntheticError, SyntheticShape};
 use crate::{prove, synthesize, verify, Backend, ProveError, Scalar, Srs, SynthesisError};
 
@@ -196,19 +197,4 @@ pub fn bellperson_parameters(srs: &Srs) -> Parameters<Bls12> {
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
-}
-
-/// Median of `v` (mean of the middle two for an even count); 0 for none.
-fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    }
 }

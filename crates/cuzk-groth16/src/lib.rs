@@ -21,6 +21,7 @@ pub mod paramgen;
 pub mod prover;
 pub mod recorded;
 pub mod srs;
+pub mod stats;
 pub mod synthesis;
 pub mod synthetic;
 pub mod token;

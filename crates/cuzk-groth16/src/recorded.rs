@@ -18,7 +18,7 @@ use ff::Field;
 use parking_lot::Mutex;
 use rayon::prelude::*;
 
-use crate::synthesis::SynthesisError;
+use crate::synthesis::{SynthesisCs, SynthesisError};
 use crate::{Assignment, Density, Scalar};
 
 /// One matrix in compressed-row form. A column is aux `k` as `k`, input `j` as
@@ -88,25 +88,54 @@ impl R1cs {
     /// As [`crate::synthesize`]: the circuit's own error, or a constraint naming a
     /// variable that does not exist.
     pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<R1cs, SynthesisError> {
-        let mut cs = RecordingCs::new();
+        Self::record_with_assignment(circuit).map(|(r, _)| r)
+    }
+
+    /// Runs `circuit` once through cuzk's [`SynthesisCs`], capturing the matrices as the
+    /// constraints are enforced: returns the recording and the very assignment
+    /// [`crate::synthesize`] gives for this instance (densities included), so the first
+    /// instance of a shape is not synthesized twice.
+    ///
+    /// # Errors
+    /// As [`R1cs::record`].
+    pub fn record_with_assignment<C: Circuit<Scalar>>(
+        circuit: C,
+    ) -> Result<(R1cs, Assignment), SynthesisError> {
+        let mut cs = RecordingCs {
+            cs: SynthesisCs::new(),
+            coeffs: vec![Scalar::ONE],
+            coeff_ids: HashMap::from([(Scalar::ONE.to_bytes_le(), 0)]),
+            a: Csr::new(),
+            b: Csr::new(),
+            c: Csr::new(),
+        };
         if let Err(source) = circuit.synthesize(&mut cs) {
             return Err(SynthesisError::Circuit {
-                n_constraints: cs.r.a.row_start.len() - 1,
+                n_constraints: cs.cs.n_constraints(),
                 source,
             });
         }
-        if let Some(e) = cs.error {
-            return Err(e);
-        }
-        if cs.r.n_aux >= INPUT as usize || cs.r.n_inputs >= INPUT as usize {
+        let asg = cs.cs.finish()?;
+        let (n_inputs, n_aux) = (asg.input_assignment.len(), asg.aux_assignment.len());
+        if n_aux >= INPUT as usize || n_inputs >= INPUT as usize {
             return Err(SynthesisError::ShapeMismatch {
                 what: format!(
-                    "{} inputs, {} aux: column indices need fewer than 2^31",
-                    cs.r.n_inputs, cs.r.n_aux
+                    "{n_inputs} inputs, {n_aux} aux: column indices need fewer than 2^31"
                 ),
             });
         }
-        Ok(cs.r)
+        let r = R1cs {
+            n_inputs,
+            n_aux,
+            coeffs: cs.coeffs,
+            a: cs.a,
+            b: cs.b,
+            c: cs.c,
+            a_aux_density: asg.a_aux_density.clone(),
+            b_input_density: asg.b_input_density.clone(),
+            b_aux_density: asg.b_aux_density.clone(),
+        };
+        Ok((r, asg))
     }
 
     /// Constraints recorded (without the input rows).
@@ -250,15 +279,20 @@ pub fn synthesize_cached<C: Circuit<Scalar> + Clone>(
         .entry(circuit_id.to_string())
         .or_default()
         .clone();
+    // The first call of an id records the shape and keeps the assignment of that same
+    // run; every other call finds the recording (or `None`) and runs once more below.
+    let mut first: Option<Result<Assignment, SynthesisError>> = None;
     let recorded = cell.get_or_init(|| {
         let t = std::time::Instant::now();
-        let r = match R1cs::record(circuit.clone()) {
-            Ok(r) => r,
+        let (r, asg) = match R1cs::record_with_assignment(circuit.clone()) {
+            Ok(done) => done,
             Err(e) => {
                 tracing::warn!(circuit_id, "not recorded, synthesizing each time: {e}");
+                first = Some(Err(e));
                 return None;
             }
         };
+        first = Some(Ok(asg));
         let bytes = r.host_bytes() as u64;
         let used = cache().bytes.load(Ordering::Relaxed);
         if used + bytes > BUDGET.load(Ordering::Relaxed) {
@@ -280,6 +314,9 @@ pub fn synthesize_cached<C: Circuit<Scalar> + Clone>(
         );
         Some(Arc::new(r))
     });
+    if let Some(done) = first {
+        return done;
+    }
     match recorded {
         Some(r) => match r.assign(circuit.clone()) {
             Err(SynthesisError::ShapeMismatch { what }) => {
@@ -295,86 +332,47 @@ pub fn synthesize_cached<C: Circuit<Scalar> + Clone>(
     }
 }
 
-/// Builds an [`R1cs`] while the circuit runs.
+/// cuzk's [`SynthesisCs`] (witness, a/b/c values, densities, unknown-variable errors)
+/// plus the A, B, C matrices captured as each constraint is enforced.
 struct RecordingCs {
-    r: R1cs,
+    cs: SynthesisCs,
+    /// Distinct coefficients; index 0 is ONE.
+    coeffs: Vec<Scalar>,
     coeff_ids: HashMap<[u8; 32], u32>,
-    error: Option<SynthesisError>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Query {
-    A,
-    B,
-    C,
+    a: Csr,
+    b: Csr,
+    c: Csr,
 }
 
 impl RecordingCs {
-    fn new() -> RecordingCs {
-        let mut b_input_density = Density::default();
-        b_input_density.push(false);
-        RecordingCs {
-            r: R1cs {
-                n_inputs: 1,
-                n_aux: 0,
-                coeffs: vec![Scalar::ONE],
-                a: Csr::new(),
-                b: Csr::new(),
-                c: Csr::new(),
-                a_aux_density: Density::default(),
-                b_input_density,
-                b_aux_density: Density::default(),
-            },
-            coeff_ids: HashMap::from([(Scalar::ONE.to_bytes_le(), 0)]),
-            error: None,
-        }
-    }
-
     fn coeff_id(&mut self, c: &Scalar) -> u32 {
-        let next = self.r.coeffs.len() as u32;
+        let next = self.coeffs.len() as u32;
         let id = *self.coeff_ids.entry(c.to_bytes_le()).or_insert(next);
         if id == next {
-            self.r.coeffs.push(*c);
+            self.coeffs.push(*c);
         }
         id
     }
 
-    fn push_row(&mut self, lc: &LinearCombination<Scalar>, q: Query) {
-        let constraint = self.r.a.row_start.len() - 1;
-        let (n_in, n_aux) = (self.r.n_inputs, self.r.n_aux);
+    /// Appends `lc`'s row to matrix `m` (0, 1, 2: A, B, C): its nonzero terms on allocated
+    /// variables (an unknown one is `SynthesisCs`'s error to record).
+    fn push_row(&mut self, lc: &LinearCombination<Scalar>, m: usize) {
+        let (n_in, n_aux) = (self.cs.n_inputs(), self.cs.n_aux());
         let mut entries: Vec<(u32, u32)> = Vec::new();
         for (&i, coeff) in lc.iter_inputs() {
-            if bool::from(coeff.is_zero()) {
-                continue;
-            }
-            if i >= n_in {
-                self.unknown(constraint, "input", i, n_in);
-                continue;
-            }
-            entries.push((i as u32 | INPUT, self.coeff_id(coeff)));
-            if q == Query::B {
-                self.r.b_input_density.set(i);
+            if i < n_in && !bool::from(coeff.is_zero()) {
+                entries.push((i as u32 | INPUT, self.coeff_id(coeff)));
             }
         }
         for (&i, coeff) in lc.iter_aux() {
-            if bool::from(coeff.is_zero()) {
-                continue;
-            }
-            if i >= n_aux {
-                self.unknown(constraint, "aux", i, n_aux);
-                continue;
-            }
-            entries.push((i as u32, self.coeff_id(coeff)));
-            match q {
-                Query::A => self.r.a_aux_density.set(i),
-                Query::B => self.r.b_aux_density.set(i),
-                Query::C => {}
+            if i < n_aux && !bool::from(coeff.is_zero()) {
+                entries.push((i as u32, self.coeff_id(coeff)));
             }
         }
-        let m = match q {
-            Query::A => &mut self.r.a,
-            Query::B => &mut self.r.b,
-            Query::C => &mut self.r.c,
+        let m = match m {
+            0 => &mut self.a,
+            1 => &mut self.b,
+            _ => &mut self.c,
         };
         for (col, coeff) in entries {
             m.col.push(col);
@@ -382,48 +380,34 @@ impl RecordingCs {
         }
         m.row_start.push(m.col.len() as u32);
     }
-
-    fn unknown(&mut self, constraint: usize, kind: &'static str, index: usize, allocated: usize) {
-        if self.error.is_none() {
-            self.error = Some(SynthesisError::UnknownVariable {
-                constraint,
-                kind,
-                index,
-                allocated,
-            });
-        }
-    }
 }
 
 impl ConstraintSystem<Scalar> for RecordingCs {
     type Root = Self;
 
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, bellperson::SynthesisError>
+    fn alloc<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, bellperson::SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, bellperson::SynthesisError>,
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        f()?;
-        self.r.n_aux += 1;
-        self.r.a_aux_density.push(false);
-        self.r.b_aux_density.push(false);
-        Ok(Variable(Index::Aux(self.r.n_aux - 1)))
+        self.cs.alloc(name, f)
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, bellperson::SynthesisError>
+    fn alloc_input<F, A, AR>(
+        &mut self,
+        name: A,
+        f: F,
+    ) -> Result<Variable, bellperson::SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, bellperson::SynthesisError>,
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        f()?;
-        self.r.n_inputs += 1;
-        self.r.b_input_density.push(false);
-        Ok(Variable(Index::Input(self.r.n_inputs - 1)))
+        self.cs.alloc_input(name, f)
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    fn enforce<A, AR, LA, LB, LC>(&mut self, name: A, a: LA, b: LB, c: LC)
     where
         A: FnOnce() -> AR,
         AR: Into<String>,
@@ -431,9 +415,15 @@ impl ConstraintSystem<Scalar> for RecordingCs {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        self.push_row(&a(LinearCombination::zero()), Query::A);
-        self.push_row(&b(LinearCombination::zero()), Query::B);
-        self.push_row(&c(LinearCombination::zero()), Query::C);
+        let (la, lb, lc) = (
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        );
+        self.push_row(&la, 0);
+        self.push_row(&lb, 1);
+        self.push_row(&lc, 2);
+        self.cs.enforce(name, |_| la, |_| lb, |_| lc);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

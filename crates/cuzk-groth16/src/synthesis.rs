@@ -87,6 +87,16 @@ impl SynthesisCs {
         SynthesisCs { asg, error: None }
     }
 
+    /// Public inputs allocated so far, `ONE` included.
+    pub fn n_inputs(&self) -> usize {
+        self.asg.input_assignment.len()
+    }
+
+    /// Private variables allocated so far.
+    pub fn n_aux(&self) -> usize {
+        self.asg.aux_assignment.len()
+    }
+
     /// Constraints enforced so far (without the input rows, which [`Self::finish`] adds).
     pub fn n_constraints(&self) -> usize {
         self.asg.a.len()

@@ -197,7 +197,7 @@ async fn bench(args: Args, priority: Priority) -> anyhow::Result<()> {
         .filter(|e| e.start_us >= since_us)
         .collect();
     report(&args, priority, &samples, wall, &events, since_us, now_us)?;
-    if let Target::Local(engine) = &target {
+    if let Target::Local(engine) = target {
         for s in engine.srs_status() {
             eprintln!(
                 "srs {}: tier {:?}, {} host bytes, loaded in {:.2} s",
@@ -207,8 +207,6 @@ async fn bench(args: Args, priority: Priority) -> anyhow::Result<()> {
                 s.load_time.as_secs_f64()
             );
         }
-    }
-    if let Target::Local(engine) = target {
         engine.shutdown(Duration::from_secs(10)).await;
     }
     Ok(())

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use cuzk_groth16::compare::{compare_with_bellperson, CompareOptions};
+use cuzk_groth16::stats::median;
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
 use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions};
 use ff::Field;
@@ -411,15 +412,5 @@ fn ratio(theirs: f64, ours: f64) -> serde_json::Value {
         serde_json::Value::from((theirs / ours * 1000.0).round() / 1000.0)
     } else {
         serde_json::Value::Null
-    }
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }

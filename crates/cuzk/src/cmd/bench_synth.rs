@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use cuzk_groth16::recorded::R1cs;
+use cuzk_groth16::stats::median;
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
 
 /// Flags of `cuzk bench synth`.
@@ -55,7 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 bail!("2^{lg} rep {rep}: the recorded assignment differs from synthesize's");
             }
         }
-        let (p, q) = (median(&mut plain), median(&mut recorded));
+        let (p, q) = (median(&plain), median(&recorded));
         println!(
             "{}",
             serde_json::json!({
@@ -109,7 +110,7 @@ fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Resul
             bail!("{kind}: the recorded assignment differs from synthesize's");
         }
     }
-    let (p, q) = (median(&mut plain), median(&mut recorded));
+    let (p, q) = (median(&plain), median(&recorded));
     println!(
         "{}",
         serde_json::json!({
@@ -128,9 +129,4 @@ fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Resul
         })
     );
     Ok(())
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
