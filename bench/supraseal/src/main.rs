@@ -11,6 +11,8 @@
 //!   -> {"event":"ready","load_ms":..,"warmup_ms":..,...}
 //! prove R_HEX S_HEX            (r, s: 32-byte little-endian scalars in hex)
 //!   -> {"event":"proof","ms":..,"synth_ms":..,"proof_hex":"..",...}
+//! batch K                       (K copies in one create_proof_batch, like a sector's
+//!   -> {"event":"batch","proofs":K,"ms":..,"ms_per_proof":..,"verified":..}   partitions)
 //! quit                          -> exit 0
 //! any failure                   -> {"event":"error","message":".."}, exit 1
 //! ```
@@ -30,10 +32,8 @@ use bellperson::groth16::{
     create_proof_batch, prepare_verifying_key, verify_proof, PreparedVerifyingKey,
     SuprasealParameters, VerifyingKey,
 };
-use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::{Bls12, Scalar};
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
-use ec_gpu_gen::multiexp_cpu::DensityTracker;
 use ff::Field;
 use serde_json::json;
 
@@ -132,137 +132,6 @@ fn circuit(o: &Opts) -> Result<SyntheticCircuit, String> {
     Ok(c.with_witness_seed(o.witness_seed.unwrap_or(c.seed)))
 }
 
-/// bellperson 0.27's `ProvingAssignment` (src/groth16/prover/mod.rs, private there),
-/// copied so that `synth_ms` times exactly the synthesis that bellperson's SupraSeal
-/// path runs before handing the assignment to C2.
-struct ProvingAssignment {
-    a_aux_density: DensityTracker,
-    b_input_density: DensityTracker,
-    b_aux_density: DensityTracker,
-    a: Vec<Scalar>,
-    b: Vec<Scalar>,
-    c: Vec<Scalar>,
-    input_assignment: Vec<Scalar>,
-    aux_assignment: Vec<Scalar>,
-}
-
-/// bellperson's `lc::eval_with_trackers` (crate-private there).
-fn eval_with_trackers(
-    lc: &LinearCombination<Scalar>,
-    mut input_density: Option<&mut DensityTracker>,
-    mut aux_density: Option<&mut DensityTracker>,
-    input_assignment: &[Scalar],
-    aux_assignment: &[Scalar],
-) -> Scalar {
-    let mut acc = Scalar::ZERO;
-    let one = Scalar::ONE;
-    for (index, coeff) in lc.iter_inputs() {
-        if !coeff.is_zero_vartime() {
-            let mut tmp = input_assignment[*index];
-            if coeff != &one {
-                tmp *= coeff;
-            }
-            acc += tmp;
-            if let Some(ref mut v) = input_density {
-                v.inc(*index);
-            }
-        }
-    }
-    for (index, coeff) in lc.iter_aux() {
-        if !coeff.is_zero_vartime() {
-            let mut tmp = aux_assignment[*index];
-            if coeff != &one {
-                tmp *= coeff;
-            }
-            acc += tmp;
-            if let Some(ref mut v) = aux_density {
-                v.inc(*index);
-            }
-        }
-    }
-    acc
-}
-
-impl ConstraintSystem<Scalar> for ProvingAssignment {
-    type Root = Self;
-
-    fn new() -> Self {
-        ProvingAssignment {
-            a_aux_density: DensityTracker::new(),
-            b_input_density: DensityTracker::new(),
-            b_aux_density: DensityTracker::new(),
-            a: vec![],
-            b: vec![],
-            c: vec![],
-            input_assignment: vec![],
-            aux_assignment: vec![],
-        }
-    }
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux_assignment.push(f()?);
-        self.a_aux_density.add_element();
-        self.b_aux_density.add_element();
-        Ok(Variable(Index::Aux(self.aux_assignment.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.input_assignment.push(f()?);
-        self.b_input_density.add_element();
-        Ok(Variable(Index::Input(self.input_assignment.len() - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let a = a(LinearCombination::zero());
-        let b = b(LinearCombination::zero());
-        let c = c(LinearCombination::zero());
-        let inp = &self.input_assignment;
-        let aux = &self.aux_assignment;
-        let a_res = eval_with_trackers(&a, None, Some(&mut self.a_aux_density), inp, aux);
-        let b_res = eval_with_trackers(
-            &b,
-            Some(&mut self.b_input_density),
-            Some(&mut self.b_aux_density),
-            inp,
-            aux,
-        );
-        let c_res = c.eval(inp, aux);
-        self.a.push(a_res);
-        self.b.push(b_res);
-        self.c.push(c_res);
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 /// What a synthesis leaves for the caller: the public inputs and the sizes SupraSeal's
 /// C2 checks against the parameters.
 struct Synthesized {
@@ -272,25 +141,22 @@ struct Synthesized {
     counts: [usize; 4],
 }
 
-/// bellperson's `synthesize_circuits_batch` for one circuit: ONE, the circuit, then an
-/// `input · 0 = 0` row per input.
-fn synthesize(circuit: SyntheticCircuit) -> Result<Synthesized, SynthesisError> {
-    let mut cs = ProvingAssignment::new();
-    cs.alloc_input(|| "", || Ok(Scalar::ONE))?;
-    circuit.synthesize(&mut cs)?;
-    for i in 0..cs.input_assignment.len() {
-        cs.enforce(|| "", |lc| lc + Variable(Index::Input(i)), |lc| lc, |lc| lc);
-    }
-    std::hint::black_box((cs.a.len(), cs.b.len(), cs.c.len()));
-    let n_inp = cs.input_assignment.len();
+/// One synthesis of the circuit as a prover does it before C2 (ONE, the circuit, an
+/// `input · 0 = 0` row per input; a, b, c evaluated, densities tracked), with cuzk's own
+/// constraint system: the work bellperson's SupraSeal path does before handing the
+/// assignment to C2, timed as `synth_ms`.
+fn synthesize(circuit: SyntheticCircuit) -> Result<Synthesized, String> {
+    let asg = cuzk_groth16::synthesize(circuit).map_err(|e| e.to_string())?;
+    std::hint::black_box((asg.a.len(), asg.b.len(), asg.c.len()));
+    let n_inp = asg.input_assignment.len();
     Ok(Synthesized {
         counts: [
             n_inp,
-            cs.aux_assignment.len(),
-            n_inp + cs.a_aux_density.get_total_density(),
-            cs.b_input_density.get_total_density() + cs.b_aux_density.get_total_density(),
+            asg.aux_assignment.len(),
+            n_inp + asg.a_aux_density.count_ones(),
+            asg.b_input_density.count_ones() + asg.b_aux_density.count_ones(),
         ],
-        inputs: cs.input_assignment[1..].to_vec(),
+        inputs: asg.input_assignment[1..].to_vec(),
     })
 }
 
@@ -445,6 +311,36 @@ impl Prover {
     }
 }
 
+impl Prover {
+    /// K copies of the circuit in one `create_proof_batch` call, as an operator proves the
+    /// partitions of one sector (bellperson synthesizes them in parallel, then C2 proves
+    /// the batch): wall time, and every proof verified outside it.
+    fn prove_batch(&self, k: usize) -> Result<(f64, usize), String> {
+        let rs: Vec<Scalar> = (0..k).map(|i| Scalar::from(i as u64 + 7)).collect();
+        let t = Instant::now();
+        let proofs = catching("supraseal create_proof_batch", || {
+            create_proof_batch(vec![self.circuit; k], &self.params, rs.clone(), rs.clone())
+                .map_err(|e| format!("supraseal create_proof_batch: {e}"))
+        })?;
+        let ms_total = ms(t);
+        if proofs.len() != k {
+            return Err(format!("{} proofs for a batch of {k}", proofs.len()));
+        }
+        let mut verified = 0;
+        if let Some(pvk) = &self.pvk {
+            let inputs = synthesize(self.circuit)
+                .map_err(|e| format!("synthesis: {e}"))?
+                .inputs;
+            for p in &proofs {
+                if verify_proof(pvk, p, &inputs).map_err(|e| format!("verification: {e}"))? {
+                    verified += 1;
+                }
+            }
+        }
+        Ok((ms_total, verified))
+    }
+}
+
 fn main() -> ExitCode {
     let mut out = Out(protocol_stdout());
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -588,9 +484,25 @@ fn main() -> ExitCode {
                     Err(e) => return out.fail(e),
                 }
             }
+            ["batch", k] => {
+                let k = match k.parse::<usize>() {
+                    Ok(k) if k > 0 => k,
+                    _ => return out.fail(format!("batch: {k:?} is not a positive count")),
+                };
+                match prover.prove_batch(k) {
+                    Ok((ms_total, verified)) => out.send(json!({
+                        "event": "batch",
+                        "proofs": k,
+                        "ms": ms_total,
+                        "ms_per_proof": ms_total / k as f64,
+                        "verified": verified,
+                    })),
+                    Err(e) => return out.fail(e),
+                }
+            }
             _ => {
                 return out.fail(format!(
-                    "unknown command {line:?} (expected `prove R_HEX S_HEX` or `quit`)"
+                    "unknown command {line:?} (expected `prove R_HEX S_HEX`, `batch K` or `quit`)"
                 ))
             }
         }

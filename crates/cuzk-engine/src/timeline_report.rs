@@ -19,6 +19,8 @@ pub struct DeviceEfficiency {
     pub window_s: f64,
     /// From its first compute start to its last compute end, seconds (steady state).
     pub steady_window_s: f64,
+    /// Compute intervals (partitions proved) inside the window.
+    pub partitions: usize,
 }
 
 impl DeviceEfficiency {
@@ -26,6 +28,15 @@ impl DeviceEfficiency {
     pub fn efficiency(&self) -> f64 {
         if self.window_s > 0.0 {
             self.busy_s / self.window_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Steady window ÷ partitions: the device's throughput in seconds per partition.
+    pub fn steady_s_per_partition(&self) -> f64 {
+        if self.partitions > 0 {
+            self.steady_window_s / self.partitions as f64
         } else {
             0.0
         }
@@ -79,6 +90,7 @@ pub fn device_efficiency(
                 busy_s: busy as f64 / 1e6,
                 window_s: to_us.saturating_sub(from_us) as f64 / 1e6,
                 steady_window_s: last.saturating_sub(first) as f64 / 1e6,
+                partitions: spans.len(),
             }
         })
         .collect()
@@ -302,6 +314,12 @@ mod tests {
         assert!((eff[0].efficiency() - 0.6).abs() < 1e-9, "{eff:?}");
         assert!((eff[0].steady_efficiency() - 1.0).abs() < 1e-9, "{eff:?}");
         assert!((eff[1].efficiency() - 0.1).abs() < 1e-9, "{eff:?}");
+        // Two partitions over the 600 us steady window of gpu:0.
+        assert_eq!(eff[0].partitions, 2);
+        assert!(
+            (eff[0].steady_s_per_partition() - 300e-6).abs() < 1e-12,
+            "{eff:?}"
+        );
     }
 
     #[test]

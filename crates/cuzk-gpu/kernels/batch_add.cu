@@ -8,7 +8,9 @@ template <class F>
 __device__ __forceinline__ void batch_add(const affine_t<F>* bases, const u32* idx, u32 n,
                                           u32 K, xyzz_t<F>* out) {
     u32 id = blockIdx.x * blockDim.x + threadIdx.x;
-    const u32 nout = (n + K - 1) / K;
+    // At least one partial: with n = 0 thread 0 writes infinity (the reduction and the
+    // conversion read out[0] whatever n is).
+    const u32 nout = n ? (n + K - 1) / K : 1;
     if (id >= nout) return;
     const u32 b = id * K, e = min(n, b + K);
     xyzz_t<F> acc = xyzz_t<F>::inf();

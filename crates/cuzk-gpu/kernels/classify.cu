@@ -63,3 +63,16 @@ extern "C" __global__ void classify_scatter(const fr_t* scalars, u32 n, const u3
         other_scalars[pos] = s;
     }
 }
+
+// out[i] = bases[idx[i]] for i < n, points of W 16-byte words (6 in G1, 12 in G2): the
+// others' bases packed densely before their MSM, so that its bucket accumulation gathers
+// from a compact array (one index level fewer, a working set that L2 can hold) instead of
+// from the whole query through the index list.
+extern "C" __global__ void gather_points(const uint4* bases, const u32* idx, u32 n, u32 W,
+                                         uint4* out) {
+    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 i = t / W;
+    if (i >= n) return;
+    const u32 k = (u32)(t - i * W);
+    out[t] = bases[(u64)idx[i] * W + k];
+}

@@ -123,7 +123,8 @@ struct xyzz_t {
     // k * this for a small k (double-and-add, most significant bit first).
     __device__ __forceinline__ xyzz_t mul_small(u32 k) const {
         xyzz_t r = inf();
-        for (int b = 31; b >= 0; b--) {
+        if (k == 0) return r;
+        for (int b = 31 - __clz(k); b >= 0; b--) {
             r = r.dbl();
             if ((k >> b) & 1) r.add(*this);
         }

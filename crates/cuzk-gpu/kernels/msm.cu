@@ -7,7 +7,9 @@
 //   msm_histogram          count each (window, bucket) pair: digit d != 0 goes to bucket |d|-1.
 //   scan_exclusive_u32     bucket start offsets (counting sort; the total lands at [m]).
 //   msm_scatter            scalar indices sorted by bucket, sign in bit 31.
-//   msm_accumulate_{g}     one thread per bucket sums its points into an XYZZ bucket.
+//   msm_accumulate_{g}     each thread sums K consecutive sorted points into XYZZ buckets
+//                          (whole buckets directly, boundary-crossing ones as partials).
+//   msm_fixup_{g}          one thread per bucket: adds the partials of crossing buckets.
 //   msm_segments_{g}       per window, runs of SEG buckets: sum (b+1) B_b by running sums.
 //   sum_groups_{g}         reduce rows of partial sums by a factor K (repeat until 1).
 //   msm_combine_{g}        Horner over windows: sum_w 2^(c w) W_w, to Jacobian.
@@ -78,45 +80,160 @@ extern "C" __global__ void scan_exclusive_u32(const u32* in, u32* out, u32* copy
     if (t == 1023) out[m] = sums[1023];
 }
 
+// Bucket accumulation, load-balanced: thread t sums the sorted entries [t K, (t+1) K)
+// (of T = starts[m] in all), whatever buckets they belong to, so a thread's work does not
+// depend on bucket sizes (one thread per bucket ran each warp as long as its largest
+// bucket: Poisson-sized buckets of ~13 points cost 1.8x, and a skewed bucket serialized).
+// A bucket that lies wholly inside one range is written to `buckets` directly; one that
+// crosses a range boundary leaves partial sums, at most two per thread: `first[t]` for the
+// bucket the range starts inside (begun by an earlier thread), `last[t]` for the bucket
+// begun inside the range that runs past its end. msm_fixup_{g} then adds those up.
+// Multi-block exclusive scan of m words for large m (a single block walking 6.8M bucket
+// counts took ~20 ms): scan_tile_sums sums tiles of 1024 words, scan_exclusive_u32 scans
+// those sums, scan_tile_apply scans each tile and adds its offset. Block size 1024.
+__device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32* warp_sums) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 x = v;
+#pragma unroll
+    for (u32 off = 1; off < 32; off <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, x, off);
+        if (lane >= off) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u32 w = warp_sums[lane];
+#pragma unroll
+        for (u32 off = 1; off < 32; off <<= 1) {
+            const u32 y = __shfl_up_sync(0xffffffffu, w, off);
+            if (lane >= off) w += y;
+        }
+        warp_sums[lane] = w;
+    }
+    __syncthreads();
+    return x - v + (warp ? warp_sums[warp - 1] : 0);
+}
+
+extern "C" __global__ void scan_tile_sums(const u32* in, u32 m, u32* tile_sums) {
+    __shared__ u32 warp_sums[32];
+    const u64 i = (u64)blockIdx.x * 1024 + threadIdx.x;
+    const u32 v = i < m ? in[i] : 0;
+    block_exclusive_scan(v, warp_sums);
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = warp_sums[31];
+}
+
+// tile_offs: the exclusive scan of the tile sums, with the total at [gridDim.x].
+extern "C" __global__ void scan_tile_apply(const u32* in, u32 m, const u32* tile_offs, u32* out,
+                                           u32* copy) {
+    __shared__ u32 warp_sums[32];
+    const u64 i = (u64)blockIdx.x * 1024 + threadIdx.x;
+    const u32 v = i < m ? in[i] : 0;
+    const u32 x = block_exclusive_scan(v, warp_sums) + tile_offs[blockIdx.x];
+    if (i < m) {
+        out[i] = x;
+        if (copy) copy[i] = x;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) out[m] = tile_offs[gridDim.x];
+}
+
+template <class F>
+__device__ __forceinline__ void flush_run(xyzz_t<F>& acc, u32 b, u32 bs, u32 be, u32 rb,
+                                          u32 re, u32 t, xyzz_t<F>* buckets, xyzz_t<F>* first,
+                                          xyzz_t<F>* last) {
+    if (bs < rb)
+        first[t] = acc;
+    else if (be > re)
+        last[t] = acc;
+    else
+        buckets[b] = acc;
+    acc = xyzz_t<F>::inf();
+}
+
 template <class F>
 __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* base_idx,
-                                           const u32* sorted, const u32* starts, u32 nbuckets,
-                                           xyzz_t<F>* buckets) {
-    u32 id = blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= nbuckets) return;
-    const u32 b = starts[id], e = starts[id + 1];
+                                           const u32* sorted, const u32* starts, u32 m, u32 K,
+                                           xyzz_t<F>* buckets, xyzz_t<F>* first,
+                                           xyzz_t<F>* last) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 T = starts[m];
+    const u64 rb64 = (u64)t * K;
+    if (rb64 >= T) return;
+    const u32 rb = (u32)rb64, re = (u32)min((u64)T, rb64 + K);
+    // The bucket holding entry rb: the largest b < m with starts[b] <= rb.
+    u32 lo = 0, hi = m - 1;
+    while (lo < hi) {
+        const u32 mid = (lo + hi + 1) >> 1;
+        if (starts[mid] <= rb)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    u32 b = lo, bs = starts[b], be = starts[b + 1];
     xyzz_t<F> acc = xyzz_t<F>::inf();
-    if constexpr (sizeof(F) == sizeof(fp_t)) {
-        // G1, one point ahead: the gathers of point p + 1 (entry, index, 96 bytes of base)
-        // are in flight while point p is added (inlined, accumulator in registers).
-        if (b < e) {
-            u32 ent = sorted[b];
-            const u32 j0 = ent & 0x7fffffffu;
-            affine_t<F> q = bases[base_idx ? base_idx[j0] : j0];
-            for (u32 p = b; p < e; p++) {
-                const u32 sign = ent >> 31;
-                affine_t<F> next = q;
-                if (p + 1 < e) {
-                    ent = sorted[p + 1];
-                    const u32 j = ent & 0x7fffffffu;
-                    next = bases[base_idx ? base_idx[j] : j];
-                }
-                hot_add_affine(acc, sign ? q.neg() : q);
-                q = next;
+    // After adding entry p: close the run when its bucket or the range ends, then move to
+    // the next non-empty bucket, which starts at p + 1.
+    auto step = [&](u32 p) {
+        if (p + 1 == be || p + 1 == re) {
+            flush_run(acc, b, bs, be, rb, re, t, buckets, first, last);
+            if (p + 1 < re) {
+                do {
+                    b++;
+                } while (starts[b + 1] <= p + 1);
+                bs = p + 1;
+                be = starts[b + 1];
             }
+        }
+    };
+    if constexpr (sizeof(F) == sizeof(fp_t)) {
+        // G1, one point ahead: the gathers of entry p + 1 (entry, index, 96 bytes of base)
+        // are in flight while entry p is added (inlined, accumulator in registers).
+        u32 ent = sorted[rb];
+        const u32 j0 = ent & 0x7fffffffu;
+        affine_t<F> q = bases[base_idx ? base_idx[j0] : j0];
+        for (u32 p = rb; p < re; p++) {
+            const u32 sign = ent >> 31;
+            affine_t<F> next = q;
+            if (p + 1 < re) {
+                ent = sorted[p + 1];
+                const u32 j = ent & 0x7fffffffu;
+                next = bases[base_idx ? base_idx[j] : j];
+            }
+            hot_add_affine(acc, sign ? q.neg() : q);
+            q = next;
+            step(p);
         }
     } else {
         // G2: a prefetched 192-byte point would cost 48 registers of a 190-register kernel.
-        for (u32 p = b; p < e; p++) {
+        for (u32 p = rb; p < re; p++) {
             const u32 ent = sorted[p];
             u32 i = ent & 0x7fffffffu;
             if (base_idx) i = base_idx[i];
             affine_t<F> q = bases[i];
             if (ent >> 31) q = q.neg();
             acc.add_affine(q);
+            step(p);
         }
     }
-    buckets[id] = acc;
+}
+
+// One thread per bucket: an empty bucket becomes infinity; one that crossed range
+// boundaries is last[t0] + first[t0 + 1] + ... + first[t1] (t0, t1: the ranges holding its
+// first and last entry); one inside a single range was written by the accumulation.
+template <class F>
+__device__ __forceinline__ void fixup(const u32* starts, u32 m, u32 K, const xyzz_t<F>* first,
+                                      const xyzz_t<F>* last, xyzz_t<F>* buckets) {
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= m) return;
+    const u32 s = starts[b], e = starts[b + 1];
+    if (s == e) {
+        buckets[b] = xyzz_t<F>::inf();
+        return;
+    }
+    const u32 t0 = s / K, t1 = (e - 1) / K;
+    if (t0 == t1) return;
+    xyzz_t<F> acc = last[t0];
+    for (u32 t = t0 + 1; t <= t1; t++) acc.add(first[t]);
+    buckets[b] = acc;
 }
 
 template <class F>
@@ -170,14 +287,24 @@ __device__ __forceinline__ void to_jacobian(const xyzz_t<F>* in, jacobian_t<F>* 
 }
 
 extern "C" __global__ void msm_accumulate_g1(const g1_affine_t* bases, const u32* base_idx,
-                                             const u32* sorted, const u32* starts, u32 nbuckets,
-                                             g1_xyzz_t* buckets) {
-    accumulate<fp_t>(bases, base_idx, sorted, starts, nbuckets, buckets);
+                                             const u32* sorted, const u32* starts, u32 m,
+                                             u32 K, g1_xyzz_t* buckets, g1_xyzz_t* first,
+                                             g1_xyzz_t* last) {
+    accumulate<fp_t>(bases, base_idx, sorted, starts, m, K, buckets, first, last);
 }
 extern "C" __global__ void msm_accumulate_g2(const g2_affine_t* bases, const u32* base_idx,
-                                             const u32* sorted, const u32* starts, u32 nbuckets,
-                                             g2_xyzz_t* buckets) {
-    accumulate<fp2_t>(bases, base_idx, sorted, starts, nbuckets, buckets);
+                                             const u32* sorted, const u32* starts, u32 m,
+                                             u32 K, g2_xyzz_t* buckets, g2_xyzz_t* first,
+                                             g2_xyzz_t* last) {
+    accumulate<fp2_t>(bases, base_idx, sorted, starts, m, K, buckets, first, last);
+}
+extern "C" __global__ void msm_fixup_g1(const u32* starts, u32 m, u32 K, const g1_xyzz_t* first,
+                                        const g1_xyzz_t* last, g1_xyzz_t* buckets) {
+    fixup<fp_t>(starts, m, K, first, last, buckets);
+}
+extern "C" __global__ void msm_fixup_g2(const u32* starts, u32 m, u32 K, const g2_xyzz_t* first,
+                                        const g2_xyzz_t* last, g2_xyzz_t* buckets) {
+    fixup<fp2_t>(starts, m, K, first, last, buckets);
 }
 extern "C" __global__ void msm_segments_g1(const g1_xyzz_t* buckets, u32 nb, u32 nwin, u32 seg,
                                            g1_xyzz_t* partial) {

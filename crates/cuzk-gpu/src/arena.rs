@@ -203,6 +203,10 @@ impl<'a> Scratch<'a> {
     pub fn size(&self) -> usize {
         self.region.bytes()
     }
+    /// Bytes still free (before alignment of the next region).
+    pub fn free(&self) -> usize {
+        self.region.bytes().saturating_sub(self.used.get())
+    }
     /// A region of `bytes` bytes, valid until the next reset.
     ///
     /// # Errors

@@ -147,6 +147,44 @@ pub fn classify<'s>(
     })
 }
 
+/// Enqueues the copy of `bases[idx[i]]` for i < n into a dense region of n points taken
+/// from `scratch`, and returns it.
+///
+/// # Errors
+/// [`GpuError::Input`] for short regions; arena or driver errors.
+pub fn gather_enqueue<'s>(
+    dev: &Device,
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    bases: &DevRegion<'_>,
+    idx: &DevRegion<'_>,
+    n: usize,
+) -> Result<DevRegion<'s>> {
+    if idx.bytes() < n * 4 {
+        return Err(GpuError::Input(format!("{n} indices need {} bytes", n * 4)));
+    }
+    let pb = group.affine_bytes();
+    let out = scratch.alloc(n.max(1) * pb)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let words = (pb / 16) as u32;
+    let (bp, ip, n32, op) = (bases.ptr(), idx.ptr(), n as u32, out.ptr());
+    let f = dev.function(KernelId::Classify, "gather_points")?;
+    let stream = dev.compute_stream();
+    let mut b = stream.launch_builder(&f);
+    b.arg(&bp).arg(&ip).arg(&n32).arg(&words).arg(&op);
+    // SAFETY: gather_points(const uint4* bases, const u32* idx, u32 n, u32 W, uint4* out);
+    // idx holds n entries below the bases' point count (classify's indices), out n points of
+    // W 16-byte words; the grid covers n * W threads and the kernel checks i < n.
+    drv(
+        dev.ordinal(),
+        || "launch gather_points".into(),
+        unsafe { b.launch(Device::grid(n as u64 * words as u64, 256)) }.map(|_| ()),
+    )?;
+    Ok(out)
+}
+
 /// Enqueues `Σ bases[idx[i]]` (or `Σ bases[i]` without an index list) for i < n; the Jacobian
 /// sum lands in the returned region.
 ///

@@ -48,6 +48,8 @@ impl Group {
         Ok(match (op, self) {
             ("msm_accumulate", Group::G1) => "msm_accumulate_g1",
             ("msm_accumulate", Group::G2) => "msm_accumulate_g2",
+            ("msm_fixup", Group::G1) => "msm_fixup_g1",
+            ("msm_fixup", Group::G2) => "msm_fixup_g2",
             ("msm_segments", Group::G1) => "msm_segments_g1",
             ("msm_segments", Group::G2) => "msm_segments_g2",
             ("sum_groups", Group::G1) => "sum_groups_g1",
@@ -70,22 +72,42 @@ impl Group {
     }
 }
 
-/// Window size in bits for n points: 16 (or 8 below 2^12 points), the sizes that divide
-/// 256. With ceil(256 / c) windows of c bits the top window of a 255-bit scalar holds only
-/// 255 mod c random bits, so its few buckets collect n / 2^(255 mod c) points each and the
-/// one thread per bucket serializes them: with c = 11 at 2^16 points the accumulation took
-/// 670 ms instead of ~2 ms (docs/benchmarks.md, cuzk-gpu run 2). With c | 256 every window,
-/// the top one included, spreads its digits over all 2^(c−1) buckets.
+/// Window size in bits for n points: the c in 8..=20 that minimises the modelled cost
+/// ceil(256 / c) · (n + 3 · 2^(c−1)) — per window, n bucket additions plus the running sums
+/// over its 2^(c−1) buckets (about three mixed additions' worth per bucket). That is c = 16
+/// from ~2^12 to ~2^22 points and c = 20 for the dense 2^24+ H query (13 windows instead of
+/// 16). Any c works: with ceil(256 / c) windows the top one holds only 256 mod c bits of a
+/// 255-bit scalar, so its few buckets take many points each, which the load-balanced
+/// accumulation spreads over threads (one thread per bucket serialized them: 670 ms instead
+/// of ~2 ms at 2^16 points with c = 11, docs/benchmarks.md). `CUZK_GPU_MSM_C` (8..=20)
+/// forces one c for every MSM, to benchmark window sizes.
 pub fn window_bits(n: usize) -> u32 {
-    if n < (1 << 12) {
-        8
-    } else {
-        16
-    }
+    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        std::env::var("CUZK_GPU_MSM_C")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|c| (8..=20).contains(c))
+    });
+    forced.unwrap_or_else(|| {
+        (8u32..=20)
+            .min_by_key(|&c| 256u64.div_ceil(c as u64) * (n as u64 + (3u64 << (c - 1))))
+            .unwrap_or(16)
+    })
 }
 
-/// Buckets of one window are summed in runs of this many by one thread.
-const SEG: u32 = 16;
+/// Accumulation threads aimed for: a few waves of the ~50k G1 threads an H200 holds at once.
+const ACC_THREADS: usize = 1 << 18;
+/// Fewest sorted entries per accumulation thread, so that most buckets of a sparse MSM
+/// still lie inside one thread's range and skip the fixup.
+const ACC_MIN_K: usize = 32;
+
+/// Buckets of one window are summed in runs of `seg` by one thread: at least this many
+/// (the weight j · seg of run j costs a double-and-add per run, amortized over the run)...
+const SEG_MIN: u32 = 16;
+/// ...and more when that would give more than this many running-sum threads (c = 20 has
+/// 13 · 2^19 buckets).
+const SEG_THREADS: usize = 1 << 17;
 /// Reduction factor of one `sum_groups` launch.
 const REDUCE_K: u32 = 16;
 
@@ -107,9 +129,112 @@ impl Shape {
     fn buckets(&self) -> usize {
         self.nwin as usize * self.nb as usize
     }
-    fn nseg(&self) -> u32 {
-        self.nb / SEG.min(self.nb)
+    /// Buckets per running-sum thread: a power of two dividing nb.
+    fn seg(&self) -> u32 {
+        let want = self.buckets().div_ceil(SEG_THREADS).next_power_of_two() as u32;
+        want.max(SEG_MIN).min(self.nb)
     }
+    fn nseg(&self) -> u32 {
+        self.nb / self.seg()
+    }
+    /// Sorted entries per accumulation thread and the thread count, for at most n · nwin
+    /// entries (zero digits make the real count smaller; surplus threads exit).
+    fn acc_split(&self, n: usize) -> (u32, usize) {
+        let total = n * self.nwin as usize;
+        let k = total.div_ceil(ACC_THREADS).max(ACC_MIN_K);
+        (k as u32, total.div_ceil(k).max(1))
+    }
+}
+
+/// Words per tile of the multi-block scan (its block size).
+const SCAN_TILE: usize = 1024;
+
+/// Scratch bytes [`scan_exclusive`] takes for m words.
+pub(crate) fn scan_scratch_bytes(m: usize) -> usize {
+    2 * (m.div_ceil(SCAN_TILE) + 1) * 4 + 2 * crate::arena::ALIGN
+}
+
+/// Enqueues the exclusive prefix sum of the m words at `input` into `out` (m + 1 words, the
+/// total last) and, when given, into `copy` (m words): tile sums, one-block scan of those,
+/// then each tile scanned with its offset.
+///
+/// # Errors
+/// [`GpuError::Input`] for short regions; arena or driver errors.
+pub(crate) fn scan_exclusive(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    input: &DevRegion<'_>,
+    out: &DevRegion<'_>,
+    copy: Option<&DevRegion<'_>>,
+    m: usize,
+) -> Result<()> {
+    if m == 0
+        || m >= u32::MAX as usize
+        || input.bytes() < m * 4
+        || out.bytes() < (m + 1) * 4
+        || copy.is_some_and(|c| c.bytes() < m * 4)
+    {
+        return Err(GpuError::Input(format!(
+            "scan of {m} words: regions too small"
+        )));
+    }
+    let tiles = m.div_ceil(SCAN_TILE);
+    let sums = scratch.alloc(tiles * 4)?;
+    let offs = scratch.alloc((tiles + 1) * 4)?;
+    let (ip, op, cp, sp, fp) = (
+        input.ptr(),
+        out.ptr(),
+        copy.map_or(0u64, |c| c.ptr()),
+        sums.ptr(),
+        offs.ptr(),
+    );
+    let (m32, t32, null) = (m as u32, tiles as u32, 0u64);
+    let tile_grid = cudarc::driver::LaunchConfig {
+        grid_dim: (t32, 1, 1),
+        block_dim: (SCAN_TILE as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let one_block = cudarc::driver::LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (1024, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY (the three launches): scan_tile_sums(const u32* in, u32 m, u32* tile_sums)
+    // with `tiles` blocks of 1024 threads (reads below m only); scan_exclusive_u32(in, out,
+    // copy, m) over the `tiles` sums into `tiles + 1` offsets, copy null;
+    // scan_tile_apply(in, m, tile_offs, out, copy) with `tiles` blocks writes out[0..=m]
+    // and copy[0..m) (null copy skipped).
+    launch!(
+        dev,
+        KernelId::Msm,
+        "scan_tile_sums",
+        tile_grid,
+        &ip,
+        &m32,
+        &sp
+    )?;
+    launch!(
+        dev,
+        KernelId::Msm,
+        "scan_exclusive_u32",
+        one_block,
+        &sp,
+        &fp,
+        &null,
+        &t32
+    )?;
+    launch!(
+        dev,
+        KernelId::Msm,
+        "scan_tile_apply",
+        tile_grid,
+        &ip,
+        &m32,
+        &fp,
+        &op,
+        &cp
+    )?;
+    Ok(())
 }
 
 /// Scratch bytes an MSM of n points in `group` needs.
@@ -121,10 +246,13 @@ pub fn scratch_bytes(group: Group, n: usize) -> usize {
         + a
         + 3 * (m + 1) * 4
         + 3 * a
+        + scan_scratch_bytes(m)
         + n * s.nwin as usize * 4
         + a
         + m * group.xyzz_bytes()
         + a
+        + 2 * s.acc_split(n).1 * group.xyzz_bytes()
+        + 2 * a
         + 2 * s.nwin as usize * s.nseg() as usize * group.xyzz_bytes()
         + 2 * a
         + 32 * group.jacobian_bytes()
@@ -281,6 +409,9 @@ pub fn msm_enqueue<'s>(
     let cursor = scratch.alloc(m * 4)?;
     let sorted = scratch.alloc(n * s.nwin as usize * 4)?;
     let buckets = scratch.alloc(m * group.xyzz_bytes())?;
+    let (acc_k, acc_threads) = s.acc_split(n);
+    let first = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+    let last = scratch.alloc(acc_threads * group.xyzz_bytes())?;
     let nseg = s.nseg();
     let part_len = s.nwin as usize * nseg as usize * group.xyzz_bytes();
     let part_a = scratch.alloc(part_len)?;
@@ -297,8 +428,10 @@ pub fn msm_enqueue<'s>(
 
     // SAFETY (every launch! below): the arguments follow each kernel's parameter list in
     // msm.cu; canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
-    // n * nwin entries, buckets m points, part_a/part_b nwin * nseg points; grids cover n,
-    // m or nwin * nseg threads and every kernel checks its index against those bounds.
+    // n * nwin entries, buckets m points, first/last acc_threads points (acc_threads *
+    // acc_k >= n * nwin >= starts[m]), part_a/part_b nwin * nseg points; grids cover n, m,
+    // acc_threads or nwin * nseg threads and every kernel checks its index against those
+    // bounds.
     let (sc, cn) = (scalars.ptr(), canon.ptr());
     launch!(
         dev,
@@ -324,21 +457,7 @@ pub fn msm_enqueue<'s>(
     )?;
     mark("histogram")?;
     let (st, cu) = (starts.ptr(), cursor.ptr());
-    let one_block = cudarc::driver::LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (1024, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    launch!(
-        dev,
-        KernelId::Msm,
-        "scan_exclusive_u32",
-        one_block,
-        &cnt,
-        &st,
-        &cu,
-        &m32
-    )?;
+    scan_exclusive(dev, scratch, &counts, &starts, Some(&cursor), m)?;
     mark("scan")?;
     let so = sorted.ptr();
     launch!(
@@ -354,25 +473,43 @@ pub fn msm_enqueue<'s>(
         &so
     )?;
     mark("scatter")?;
-    let (bp, ip, bk) = (
+    let (bp, ip, bk, fp, lp) = (
         bases.ptr(),
         base_idx.map_or(0u64, |r| r.ptr()),
         buckets.ptr(),
+        first.ptr(),
+        last.ptr(),
     );
     launch!(
         dev,
         KernelId::Msm,
         group.kernel("msm_accumulate")?,
-        Device::grid(m as u64, group.block()),
+        Device::grid(acc_threads as u64, group.block()),
         &bp,
         &ip,
         &so,
         &st,
         &m32,
-        &bk
+        &acc_k,
+        &bk,
+        &fp,
+        &lp
     )?;
     mark("accumulate")?;
-    let (nb, seg, pa) = (s.nb, SEG.min(s.nb), part_a.ptr());
+    launch!(
+        dev,
+        KernelId::Msm,
+        group.kernel("msm_fixup")?,
+        Device::grid(m as u64, group.block()),
+        &st,
+        &m32,
+        &acc_k,
+        &fp,
+        &lp,
+        &bk
+    )?;
+    mark("fixup")?;
+    let (nb, seg, pa) = (s.nb, s.seg(), part_a.ptr());
     launch!(
         dev,
         KernelId::Msm,
@@ -563,4 +700,53 @@ fn msm_streamed(
         .enumerate()
         .map(|(j, &(c, wb))| (c, raw[j * slot_bytes..j * slot_bytes + wb].to_vec()))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_sizes_follow_the_cost_model() {
+        // Unless CUZK_GPU_MSM_C forces one (never set in tests).
+        if std::env::var_os("CUZK_GPU_MSM_C").is_some() {
+            eprintln!("skipped: CUZK_GPU_MSM_C is set");
+            return;
+        }
+        assert_eq!(window_bits(1), 8);
+        assert_eq!(window_bits(1000), 8);
+        assert_eq!(window_bits(1 << 20), 16);
+        assert_eq!(window_bits(419_915), 16);
+        assert_eq!(window_bits(1 << 24), 20);
+        assert!((8..=20).contains(&window_bits(usize::MAX >> 8)));
+    }
+
+    #[test]
+    fn shapes_cover_every_entry_and_bucket() {
+        for n in [
+            1usize,
+            3,
+            257,
+            4095,
+            100_003,
+            419_915,
+            1 << 22,
+            (1 << 24) + 5,
+            1 << 27,
+        ] {
+            let s = Shape::new(n);
+            assert!(s.nwin * s.c >= 256, "n={n}");
+            let seg = s.seg();
+            assert!(
+                seg.is_power_of_two() && seg <= s.nb && s.nseg() * seg == s.nb,
+                "n={n}"
+            );
+            let (k, threads) = s.acc_split(n);
+            assert!(k as usize * threads >= n * s.nwin as usize, "n={n}");
+            assert!(
+                k as usize >= ACC_MIN_K && threads <= ACC_THREADS + 1,
+                "n={n}"
+            );
+        }
+    }
 }

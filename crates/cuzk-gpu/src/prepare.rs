@@ -70,17 +70,58 @@ pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
     Ok(shape)
 }
 
-/// Writes `parts` (each filtered by its density when given) into `dst` as raw scalars.
+/// Scalars per piece of [`compact_into`]'s parallel compaction.
+const PIECE: usize = 1 << 16;
+
+/// Writes `parts` (each filtered by its density when given; bits past a density's length
+/// count as unset) into `dst` as raw scalars, in order. Pieces of [`PIECE`] scalars are
+/// counted, then copied, in parallel: one thread compacting the 2^24 aux scalars of a
+/// partition took ~140 ms of the GPU backend's host preparation.
 pub(crate) fn compact_into(dst: &mut [u8], parts: &[(&[Scalar], Option<&Density>)]) {
-    let mut at = 0;
-    for (v, d) in parts {
-        for (i, s) in v.iter().enumerate() {
-            if d.is_none_or(|d| d.get(i)) {
-                dst[at..at + FR_BYTES].copy_from_slice(as_bytes(std::slice::from_ref(s)));
-                at += FR_BYTES;
-            }
-        }
+    use rayon::prelude::*;
+    let bit = |d: &Density, i: usize| i < d.len() && d.words()[i / 64] >> (i % 64) & 1 == 1;
+    let pieces: Vec<(usize, usize, usize)> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(p, (v, _))| {
+            (0..v.len())
+                .step_by(PIECE)
+                .map(move |b| (p, b, (b + PIECE).min(v.len())))
+        })
+        .collect();
+    let counts: Vec<usize> = pieces
+        .par_iter()
+        .map(|&(p, b, e)| match parts[p].1 {
+            None => e - b,
+            Some(d) => (b..e).filter(|&i| bit(d, i)).count(),
+        })
+        .collect();
+    let mut outs = Vec::with_capacity(pieces.len());
+    let mut rest = dst;
+    for c in &counts {
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(c * FR_BYTES);
+        outs.push(mine);
+        rest = tail;
     }
+    pieces
+        .into_par_iter()
+        .zip(outs)
+        .for_each(|((p, b, e), out)| {
+            let (v, d) = parts[p];
+            match d {
+                None => out.copy_from_slice(as_bytes(&v[b..e])),
+                Some(d) => {
+                    let mut at = 0;
+                    for (i, s) in v[b..e].iter().enumerate() {
+                        if bit(d, b + i) {
+                            out[at..at + FR_BYTES]
+                                .copy_from_slice(as_bytes(std::slice::from_ref(s)));
+                            at += FR_BYTES;
+                        }
+                    }
+                }
+            }
+        });
 }
 
 /// Fills the slot's pinned staging for `asg`: a, b, c zero-padded to the domain and the
@@ -156,6 +197,30 @@ mod tests {
             .into_iter()
             .map(Scalar::from)
             .collect();
+        assert_eq!(out, as_bytes(&want));
+    }
+
+    #[test]
+    fn compaction_across_pieces_matches_a_plain_filter() {
+        let n = 3 * PIECE + 77;
+        let v: Vec<Scalar> = (0..n as u64).map(Scalar::from).collect();
+        let mut d = Density::new(0);
+        for i in 0..n - 5 {
+            d.push(i % 7 == 1 || i % 64 == 0);
+        }
+        let inputs: Vec<Scalar> = (0..5u64).map(|i| Scalar::from(1000 + i)).collect();
+        let want: Vec<Scalar> = inputs
+            .iter()
+            .chain(
+                v.iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i < n - 5 && (i % 7 == 1 || i % 64 == 0))
+                    .map(|(_, s)| s),
+            )
+            .copied()
+            .collect();
+        let mut out = vec![0u8; want.len() * FR_BYTES];
+        compact_into(&mut out, &[(&inputs, None), (&v, Some(&d))]);
         assert_eq!(out, as_bytes(&want));
     }
 }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::arena::{DevRegion, Scratch};
-use crate::classify::{batch_add_g1, batch_add_g2, classify};
+use crate::classify::{batch_add_g1, batch_add_g2, classify, gather_enqueue};
 use crate::device::Device;
 use crate::error::{GpuError, Result};
 use crate::layout::{FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
@@ -33,6 +33,8 @@ pub struct GroupOps<P> {
     msm: MsmFn<P>,
     /// Bytes of one affine base.
     pub point_bytes: usize,
+    /// The group.
+    pub group: Group,
 }
 
 /// G1's batch addition and MSM.
@@ -40,6 +42,7 @@ pub const G1_OPS: GroupOps<blstrs::G1Projective> = GroupOps {
     batch_add: batch_add_g1,
     msm: msm_g1,
     point_bytes: G1_AFFINE_BYTES,
+    group: Group::G1,
 };
 
 /// G2's batch addition and MSM.
@@ -47,13 +50,15 @@ pub const G2_OPS: GroupOps<blstrs::G2Projective> = GroupOps {
     batch_add: batch_add_g2,
     msm: msm_g2,
     point_bytes: G2_AFFINE_BYTES,
+    group: Group::G2,
 };
 
 /// Scratch bytes one sum of n points needs (classification plus a G2-sized MSM).
 pub fn sum_scratch_bytes(n: usize) -> usize {
     let n = n.max(1);
     // classify: 2 index vectors (4 B), other scalars (32 B), block counts; then the MSM's
-    // own buffers and the batch addition's partials.
+    // own buffers and the batch addition's partials. The others' packed bases fit in what
+    // an MSM of n_others < n points leaves free while n_others is below about n / 3.
     n * (4 + 4 + FR_BYTES)
         + scratch_bytes(Group::G2, n)
         + 2 * n.div_ceil(32) * Group::G2.xyzz_bytes()
@@ -89,14 +94,41 @@ pub fn sum_resident<P: group::Group>(
     if let Some(p) = prof.as_mut() {
         p.mark("batch_add")?;
     }
-    let others = (ops.msm)(
-        dev,
-        &scratch,
-        bases,
-        Some(&cls.other_idx),
-        &cls.other_scalars,
-        cls.n_others,
-    )?;
+    // The others' bases packed densely first when the scratch has room: their MSM then
+    // gathers from n_others points rather than from all n through the index list.
+    let a = crate::arena::ALIGN;
+    let packed_need =
+        cls.n_others * ops.point_bytes + scratch_bytes(ops.group, cls.n_others) + 2 * a;
+    let others = if packed_need <= scratch.free() {
+        let packed = gather_enqueue(
+            dev,
+            &scratch,
+            ops.group,
+            bases,
+            &cls.other_idx,
+            cls.n_others,
+        )?;
+        if let Some(p) = prof.as_mut() {
+            p.mark("gather")?;
+        }
+        (ops.msm)(
+            dev,
+            &scratch,
+            &packed,
+            None,
+            &cls.other_scalars,
+            cls.n_others,
+        )?
+    } else {
+        (ops.msm)(
+            dev,
+            &scratch,
+            bases,
+            Some(&cls.other_idx),
+            &cls.other_scalars,
+            cls.n_others,
+        )?
+    };
     if let Some(mut p) = prof {
         p.mark("msm_others")?;
         tracing::info!(n, ones = cls.n_ones, others = cls.n_others, "split sum");

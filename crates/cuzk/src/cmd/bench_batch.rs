@@ -353,6 +353,8 @@ fn report(
             "busy_s": d.busy_s,
             "efficiency": d.efficiency(),
             "steady_efficiency": d.steady_efficiency(),
+            "partitions": d.partitions,
+            "steady_s_per_partition": d.steady_s_per_partition(),
         })).collect::<Vec<_>>(),
     });
     println!("{line}");
@@ -371,11 +373,14 @@ fn report(
     }
     for d in &effs {
         eprintln!(
-            "  device {:<8} busy {:.2} s: efficiency {:.1}% of the run, {:.1}% steady state",
+            "  device {:<8} busy {:.2} s: efficiency {:.1}% of the run, {:.1}% steady state; \
+             {} partitions, {:.3} s/partition steady",
             d.device,
             d.busy_s,
             100.0 * d.efficiency(),
-            100.0 * d.steady_efficiency()
+            100.0 * d.steady_efficiency(),
+            d.partitions,
+            d.steady_s_per_partition()
         );
     }
     if let Some(first) = failed.first() {
