@@ -9,7 +9,8 @@
 #           ten partitions per proof: SupraSeal's create_proof_batch of 10 against cuzk's
 #           engine (`cuzk bench batch --partitions 10`) on the same parameters file.
 #   part c: after the batch-addition fix: checks, backend 2^22/2^24, longer engine run.
-# Usage: bash bench/h200-lb.sh a|b|c   (each part fits one 600 s device call;
+#   part d: part c's engine run with shape recording off.
+# Usage: bash bench/h200-lb.sh a|b|c|d   (each part fits one 600 s device call;
 #        SKIP_ENGINE=1 ends part b after SupraSeal's batch)
 set -u -o pipefail
 OUT=${OUT:-/tmp/cuzk-out}
@@ -67,6 +68,17 @@ c)
   t "cuzk engine: 10-partition proofs at 2^24"
   timeout 200 .carry/cuzk bench batch --log-n 24 --partitions 10 --count 6 --concurrency 2 \
     --param-dir "$PD" --synthesis-workers 14 --gpu-workers 2 2>&1 | grep -vE "^\s*$" | tail -30
+  ;;
+d)
+  # The engine with shape recording off (plain synthesis for every partition), the same
+  # 10-partition run as part c: does recording save CPU work on a 16-core host?
+  P=$PD/cuzk-synthetic-63757a6b-24.params
+  printf '[engine]\nrecorded_r1cs_budget_bytes = 0\n' > /tmp/cuzk-norecord.toml
+  t "gen params 24"; timeout 120 .carry/cuzk gen params --log-n 24 --seed $SEED --out "$P" 2>&1 | tail -1
+  t "cuzk engine, recording off: 10-partition proofs at 2^24"
+  timeout 200 .carry/cuzk bench batch --log-n 24 --partitions 10 --count 6 --concurrency 2 \
+    --config /tmp/cuzk-norecord.toml --param-dir "$PD" --synthesis-workers 14 --gpu-workers 2 \
+    2>&1 | grep -vE "^\s*$" | tail -4
   ;;
 esac
 t done
