@@ -9,13 +9,14 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve, Group as _};
 
-use crate::arena::VramArena;
-use crate::classify::{batch_add_g1, batch_add_g2, classify, gather_enqueue};
+use crate::arena::{DevRegion, Scratch, VramArena};
+use crate::classify::{batch_add_g1, classify};
 use crate::device::Device;
 use crate::error::Result;
 use crate::layout::{as_bytes, as_bytes_mut, FR_BYTES};
 use crate::msm::{msm_g1, msm_g2, msm_streamed_g1, msm_streamed_g2};
 use crate::ntt::{root_of_unity, Direction, NttOptions, NttPlan, Order};
+use crate::sums::{msm_others, GroupOps, G1_OPS, G2_OPS};
 use crate::testdata::{random_g1, random_g2, random_scalars};
 
 /// The outcome of one check.
@@ -201,6 +202,44 @@ fn edge_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     v
 }
 
+/// The split path of one group: classify, batch-add the ones, MSM the others through the
+/// index list (must give `expect` together) and over their packed bases (must equal the
+/// indexed MSM).
+#[allow(clippy::too_many_arguments)]
+fn check_split<P: group::Group>(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    ops: &GroupOps<P>,
+    bases: &DevRegion<'_>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+    expect: P,
+    seed: u64,
+    out: &mut Vec<CheckOutcome>,
+) -> Result<()> {
+    let g = match ops.group {
+        crate::msm::Group::G1 => "g1",
+        crate::msm::Group::G2 => "g2",
+    };
+    let cls = classify(dev, scratch, scalars, n)?;
+    let ones = (ops.batch_add)(dev, scratch, bases, Some(&cls.one_idx), cls.n_ones)?;
+    let others = msm_others(dev, scratch, ops, bases, &cls, false)?;
+    out.push(outcome(
+        format!("split {g} n={n}"),
+        ones + others == expect,
+        seed,
+        "batch_add(ones) + msm(others) differs",
+    ));
+    let packed = msm_others(dev, scratch, ops, bases, &cls, true)?;
+    out.push(outcome(
+        format!("split packed {g} n={n}"),
+        packed == others,
+        seed,
+        "msm(packed others) differs from msm(others through the index list)",
+    ));
+    Ok(())
+}
+
 /// The MSM sizes checked: 0, 1, 2^k, 2^k ± 1 and non-powers of two.
 pub const MSM_SIZES: [usize; 11] = [0, 1, 2, 3, 255, 256, 257, 1000, 4095, 4096, 4097];
 
@@ -320,44 +359,9 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
                 cls.n_ones, cls.n_others
             ),
         ));
-        let sum_ones = batch_add_g1(dev, &scratch, &bases_r, Some(&cls.one_idx), cls.n_ones)?;
-        let sum_others = msm_g1(
-            dev,
-            &scratch,
-            &bases_r,
-            Some(&cls.other_idx),
-            &cls.other_scalars,
-            cls.n_others,
+        check_split(
+            dev, &scratch, &G1_OPS, &bases_r, &scal_r, n, e1, s, &mut out,
         )?;
-        out.push(outcome(
-            format!("split g1 n={n}"),
-            sum_ones + sum_others == e1,
-            s,
-            "batch_add(ones) + msm(others) differs",
-        ));
-        // The others' bases packed densely first (what the backend's sums do).
-        let packed = gather_enqueue(
-            dev,
-            &scratch,
-            crate::msm::Group::G1,
-            &bases_r,
-            &cls.other_idx,
-            cls.n_others,
-        )?;
-        let sum_packed = msm_g1(
-            dev,
-            &scratch,
-            &packed,
-            None,
-            &cls.other_scalars,
-            cls.n_others,
-        )?;
-        out.push(outcome(
-            format!("split packed g1 n={n}"),
-            sum_packed == sum_others,
-            s,
-            "msm(packed others) differs from msm(others through the index list)",
-        ));
 
         scratch.reset();
         dev.upload(&bases_r, as_bytes(&g2))?;
@@ -368,45 +372,9 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
             s,
             "sum differs from blstrs multi_exp",
         ));
-        let cls = classify(dev, &scratch, &scal_r, n)?;
-        let sum_ones = batch_add_g2(dev, &scratch, &bases_r, Some(&cls.one_idx), cls.n_ones)?;
-        let sum_others = msm_g2(
-            dev,
-            &scratch,
-            &bases_r,
-            Some(&cls.other_idx),
-            &cls.other_scalars,
-            cls.n_others,
+        check_split(
+            dev, &scratch, &G2_OPS, &bases_r, &scal_r, n, e2, s, &mut out,
         )?;
-        out.push(outcome(
-            format!("split g2 n={n}"),
-            sum_ones + sum_others == e2,
-            s,
-            "batch_add(ones) + msm(others) differs",
-        ));
-        // The others' bases packed densely first (what the backend's sums do).
-        let packed = gather_enqueue(
-            dev,
-            &scratch,
-            crate::msm::Group::G2,
-            &bases_r,
-            &cls.other_idx,
-            cls.n_others,
-        )?;
-        let sum_packed = msm_g2(
-            dev,
-            &scratch,
-            &packed,
-            None,
-            &cls.other_scalars,
-            cls.n_others,
-        )?;
-        out.push(outcome(
-            format!("split packed g2 n={n}"),
-            sum_packed == sum_others,
-            s,
-            "msm(packed others) differs from msm(others through the index list)",
-        ));
 
         if n == 4097 {
             scratch.reset();
