@@ -254,9 +254,7 @@ impl Backend for GpuBackend {
     }
 
     fn srs_device_bytes(&self, srs: &Srs) -> u64 {
-        self.srs
-            .peek(&crate::residency::fingerprint(srs))
-            .map_or(0, |r| r.bytes())
+        self.srs.peek(&fingerprint(srs)).map_or(0, |r| r.bytes())
     }
 
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
@@ -268,18 +266,15 @@ impl Backend for GpuBackend {
     }
 
     fn evict_srs(&self, srs: &Srs) -> u64 {
-        self.srs
-            .evict_idle_one(&self.dev, &crate::residency::fingerprint(srs))
+        self.srs.evict_idle_one(&self.dev, &fingerprint(srs))
     }
 }
 
 /// Bytes of the shared arena: NTT tables plus the sums' scratch (resident) or the two
 /// chunk buffers and one chunk's scratch (streamed).
 fn shared_need(shape: &SlotShape, resident: bool, chunk: usize) -> usize {
-    let n = 1usize << shape.lg;
-    let max_q = n.max(shape.n_l).max(shape.n_a).max(shape.n_b);
     let sums = if resident {
-        sum_scratch_bytes(max_q)
+        sum_scratch_bytes(shape.max_query())
     } else {
         2 * chunk * G2_AFFINE_BYTES + sum_scratch_bytes(chunk) + 2 * ALIGN
     };
@@ -402,8 +397,7 @@ impl GpuBackend {
         *stage = "gpu_setup";
         let t = Instant::now();
         let n = 1usize << shape.lg;
-        let max_q = n.max(shape.n_l).max(shape.n_a).max(shape.n_b);
-        let chunk = self.cfg.stream_chunk_points.clamp(1, max_q);
+        let chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
         let need = shared_need(shape, resident.is_some(), chunk);
         if shared.as_ref().is_none_or(|s| s.arena.size() < need) {
             // Free the old one first: both may not fit.
@@ -509,10 +503,10 @@ impl GpuBackend {
             }
             None => {
                 let bufb = chunk * G2_AFFINE_BYTES;
+                let d1_at = (used + bufb).next_multiple_of(ALIGN);
+                let s_at = (d1_at + bufb).next_multiple_of(ALIGN);
                 let d0 = arena.region(used, bufb)?;
-                let d1 = arena.region((used + bufb).next_multiple_of(ALIGN), bufb)?;
-                let s_at = (used + bufb).next_multiple_of(ALIGN) + bufb;
-                let s_at = s_at.next_multiple_of(ALIGN);
+                let d1 = arena.region(d1_at, bufb)?;
                 let scratch = arena.region(s_at, arena.size().saturating_sub(s_at))?;
                 let pins = sh
                     .stream_pins

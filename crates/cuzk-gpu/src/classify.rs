@@ -12,7 +12,7 @@ use crate::device::Device;
 use crate::error::{drv, GpuError, Result};
 use crate::kernels::KernelId;
 use crate::layout::{self, FR_BYTES};
-use crate::msm::Group;
+use crate::msm::{scan_exclusive, Group};
 
 /// Threads per block of the classification kernels (CLASSIFY_THREADS in classify.cu).
 const CLASSIFY_THREADS: u32 = 1024;
@@ -92,23 +92,8 @@ pub fn classify<'s>(
         || "launch classify_count".into(),
         unsafe { b.launch(cfg) }.map(|_| ()),
     )?;
-    let scan = dev.function(KernelId::Msm, "scan_exclusive_u32")?;
-    let one_block = cudarc::driver::LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (1024, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (nb32, null) = (nblocks as u32, 0u64);
-    for (src, dst) in [(oc, ones_off.ptr()), (thc, others_off.ptr())] {
-        let mut b = stream.launch_builder(&scan);
-        b.arg(&src).arg(&dst).arg(&null).arg(&nb32);
-        // SAFETY: scan_exclusive_u32(const u32* in, u32* out, u32* copy, u32 m); in has m
-        // entries, out m + 1, copy is null.
-        drv(
-            ord,
-            || "launch scan_exclusive_u32".into(),
-            unsafe { b.launch(one_block) }.map(|_| ()),
-        )?;
+    for (counts, offsets) in [(&ones_c, &ones_off), (&others_c, &others_off)] {
+        scan_exclusive(dev, scratch, counts, offsets, None, nblocks)?;
     }
     let (oo, to, oi, ti, ts) = (
         ones_off.ptr(),

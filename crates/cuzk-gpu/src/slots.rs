@@ -49,6 +49,14 @@ pub enum SlotVec {
 }
 
 impl SlotShape {
+    /// Points of the longest query sum: the domain (H) or one of L, A, B.
+    pub fn max_query(&self) -> usize {
+        (1usize << self.lg)
+            .max(self.n_l)
+            .max(self.n_a)
+            .max(self.n_b)
+    }
+
     /// Byte offset and length of each vector, in [`SlotVec`] order, and the total.
     pub fn layout(&self) -> ([(usize, usize); 6], usize) {
         let n = 1usize << self.lg;

@@ -27,6 +27,8 @@ use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions};
 use ff::Field;
 use rand::SeedableRng;
 
+use super::{ratio, round1, threads};
+
 /// Flags of `cuzk bench prove`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -98,17 +100,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "speedup": (cmp.speedup() * 1000.0).round() / 1000.0,
             "verified": cmp.verified,
             "reps": args.reps,
-            "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "threads": threads(),
             "cuzk_stages_ms": cmp.cuzk_stage_ms.iter().map(|(k, v)| (k.clone(), round1(*v))).collect::<serde_json::Map<_, _>>(),
             "paramgen_ms": round1(cmp.paramgen_ms),
         });
         println!("{line}");
     }
     Ok(())
-}
-
-fn round1(v: f64) -> serde_json::Value {
-    serde_json::Value::from((v * 10.0).round() / 10.0)
 }
 
 /// One prover of the head-to-head.
@@ -251,10 +249,9 @@ fn bench_params(
     let fbm = super::devices::fixed_base_on(gpus, None);
     let t = Instant::now();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
-    let g = cuzk_groth16::paramgen::generate(circuit, &mut rng, fbm.as_ref())
-        .with_context(|| format!("generating 2^{lg} parameters on {}", fbm.name()))?;
     let tmp = path.with_extension("params.tmp");
-    g.srs.save(&tmp)?;
+    cuzk_groth16::paramgen::generate_to_file(circuit, &mut rng, &tmp, fbm.as_ref())
+        .with_context(|| format!("generating 2^{lg} parameters on {}", fbm.name()))?;
     std::fs::rename(&tmp, &path)?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     eprintln!(
@@ -302,7 +299,6 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             };
             provers.push((name.clone(), p));
         }
-        let inputs = cuzk_groth16::synthesize(circuit)?.input_assignment[1..].to_vec();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed ^ 0x5eed);
         let mut times: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         let mut stages: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
@@ -317,6 +313,7 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             let t = Instant::now();
             let asg = cuzk_groth16::synthesize(circuit)?;
             let synth_ms = t.elapsed().as_secs_f64() * 1e3;
+            let inputs = &asg.input_assignment[1..];
             let n = provers.len();
             for k in 0..n {
                 let (name, prover) = &mut provers[(k + rep) % n];
@@ -330,7 +327,7 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
                     }
                     Prover::Supraseal(sp) => sp.prove(r, s)?,
                 };
-                if !cuzk_groth16::verify(&srs.vk, &run.proof, &inputs)? {
+                if !cuzk_groth16::verify(&srs.vk, &run.proof, inputs)? {
                     bail!("2^{lg} rep {rep}: the {name} proof does not verify");
                 }
                 match &first {
@@ -366,7 +363,7 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             "reps": args.reps,
             "verified": true,
             "identical_proofs": identical,
-            "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "threads": threads(),
             "gpu": gpus.first().map(|d| d.name().to_string()),
             "paramgen_ms": round1(paramgen_ms),
             "srs_load_ms": round1(srs_load_ms),
@@ -419,12 +416,4 @@ fn cuzk_run(
             .map(|s| (s.name.clone(), s.wall.as_secs_f64() * 1e3))
             .collect(),
     })
-}
-
-fn ratio(theirs: f64, ours: f64) -> serde_json::Value {
-    if ours > 0.0 {
-        serde_json::Value::from((theirs / ours * 1000.0).round() / 1000.0)
-    } else {
-        serde_json::Value::Null
-    }
 }

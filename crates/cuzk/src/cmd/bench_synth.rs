@@ -10,6 +10,8 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use cuzk_groth16::recorded::R1cs;
 use cuzk_groth16::stats::median;
+
+use super::{ratio, round1, threads};
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
 
 /// Flags of `cuzk bench synth`.
@@ -63,14 +65,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "op": "synth",
                 "log_n": lg,
                 "constraints": r.n_constraints(),
-                "record_ms": (record_ms * 10.0).round() / 10.0,
+                "record_ms": round1(record_ms),
                 "recorded_bytes": r.host_bytes(),
-                "synthesize_ms_median": (p * 10.0).round() / 10.0,
-                "recorded_ms_median": (q * 10.0).round() / 10.0,
-                "speedup": (p / q * 1000.0).round() / 1000.0,
+                "synthesize_ms_median": round1(p),
+                "recorded_ms_median": round1(q),
+                "speedup": ratio(p, q),
                 "equal": true,
                 "reps": args.reps,
-                "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+                "threads": threads(),
             })
         );
     }
@@ -118,14 +120,14 @@ fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Resul
             "kind": kind.to_string(),
             "circuit_id": proof.circuit_id(),
             "rows": plain_asg.n_rows(),
-            "first_recorded_ms": (first_ms * 10.0).round() / 10.0,
+            "first_recorded_ms": round1(first_ms),
             "recorded_bytes": cuzk_groth16::recorded::recorded_bytes(),
-            "synthesize_ms_median": (p * 10.0).round() / 10.0,
-            "recorded_ms_median": (q * 10.0).round() / 10.0,
-            "speedup": (p / q * 1000.0).round() / 1000.0,
+            "synthesize_ms_median": round1(p),
+            "recorded_ms_median": round1(q),
+            "speedup": ratio(p, q),
             "equal": true,
             "reps": reps,
-            "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "threads": threads(),
         })
     );
     Ok(())

@@ -21,3 +21,22 @@ pub fn init_tracing() {
         .with_writer(std::io::stderr)
         .init();
 }
+
+/// A millisecond figure for a benchmark's JSON line: one decimal.
+pub(crate) fn round1(v: f64) -> serde_json::Value {
+    serde_json::Value::from((v * 10.0).round() / 10.0)
+}
+
+/// theirs ÷ ours for a benchmark's JSON line: three decimals; null when ours is 0.
+pub(crate) fn ratio(theirs: f64, ours: f64) -> serde_json::Value {
+    if ours > 0.0 {
+        serde_json::Value::from((theirs / ours * 1000.0).round() / 1000.0)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+/// Threads this process may run on, as the benchmarks report it.
+pub(crate) fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
