@@ -9,6 +9,8 @@
 //   msm_scatter            scalar indices sorted by bucket, sign in bit 31.
 //   msm_accumulate_{g}     each thread sums K consecutive sorted points into XYZZ buckets
 //                          (whole buckets directly, boundary-crossing ones as partials).
+//                          With `sorted` null the points are the bases in order (pair.cu's
+//                          pre-reduced buckets).
 //   msm_fixup_{g}          one thread per bucket: adds the partials of crossing buckets.
 //   msm_segments_{g}       per window, runs of SEG buckets: sum (b+1) B_b by running sums.
 //   sum_groups_{g}         reduce rows of partial sums by a factor K (repeat until 1).
@@ -187,14 +189,14 @@ __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* 
     if constexpr (sizeof(F) == sizeof(fp_t)) {
         // G1, one point ahead: the gathers of entry p + 1 (entry, index, 96 bytes of base)
         // are in flight while entry p is added (inlined, accumulator in registers).
-        u32 ent = sorted[rb];
+        u32 ent = sorted ? sorted[rb] : rb;
         const u32 j0 = ent & 0x7fffffffu;
         affine_t<F> q = bases[base_idx ? base_idx[j0] : j0];
         for (u32 p = rb; p < re; p++) {
             const u32 sign = ent >> 31;
             affine_t<F> next = q;
             if (p + 1 < re) {
-                ent = sorted[p + 1];
+                ent = sorted ? sorted[p + 1] : p + 1;
                 const u32 j = ent & 0x7fffffffu;
                 next = bases[base_idx ? base_idx[j] : j];
             }
@@ -205,7 +207,7 @@ __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* 
     } else {
         // G2: a prefetched 192-byte point would cost 48 registers of a 190-register kernel.
         for (u32 p = rb; p < re; p++) {
-            const u32 ent = sorted[p];
+            const u32 ent = sorted ? sorted[p] : p;
             u32 i = ent & 0x7fffffffu;
             if (base_idx) i = base_idx[i];
             affine_t<F> q = bases[i];

@@ -493,15 +493,23 @@ impl<'d> PhaseTimer<'d> {
     /// Driver errors.
     pub fn report(self) -> Result<()> {
         self.dev.sync_compute()?;
-        let mut parts = Vec::new();
+        // A phase marked more than once (per window group) is reported as its total.
+        let mut phases: Vec<(&'static str, f32)> = Vec::new();
         for w in self.marks.windows(2) {
             let ms = drv(
                 self.dev.ordinal,
                 || "event timing".into(),
                 w[0].1.elapsed_ms(&w[1].1),
             )?;
-            parts.push(format!("\"{}\":{:.3}", w[1].0, ms));
+            match phases.iter_mut().find(|(name, _)| *name == w[1].0) {
+                Some((_, total)) => *total += ms,
+                None => phases.push((w[1].0, ms)),
+            }
         }
+        let parts: Vec<String> = phases
+            .iter()
+            .map(|(name, ms)| format!("\"{name}\":{ms:.3}"))
+            .collect();
         eprintln!(
             "{{\"profile\":\"{}\",\"phases_ms\":{{{}}}}}",
             self.what,

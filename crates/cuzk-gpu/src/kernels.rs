@@ -24,16 +24,19 @@ pub enum KernelId {
     BatchAdd,
     /// `fixed_base.cu`: scalars times one fixed base (parameter generation).
     FixedBase,
+    /// `pair.cu`: batch-affine pairwise pre-reduction of G1 MSM buckets.
+    Pair,
 }
 
 impl KernelId {
     /// Every module, in build order.
-    pub const ALL: [KernelId; 5] = [
+    pub const ALL: [KernelId; 6] = [
         KernelId::Ntt,
         KernelId::Msm,
         KernelId::Classify,
         KernelId::BatchAdd,
         KernelId::FixedBase,
+        KernelId::Pair,
     ];
 
     /// Module name (the file stem).
@@ -44,6 +47,7 @@ impl KernelId {
             KernelId::Classify => "classify",
             KernelId::BatchAdd => "batch_add",
             KernelId::FixedBase => "fixed_base",
+            KernelId::Pair => "pair",
         }
     }
 
@@ -55,6 +59,7 @@ impl KernelId {
             KernelId::Classify => include_str!("../kernels/classify.cu"),
             KernelId::BatchAdd => include_str!("../kernels/batch_add.cu"),
             KernelId::FixedBase => include_str!("../kernels/fixed_base.cu"),
+            KernelId::Pair => include_str!("../kernels/pair.cu"),
         }
     }
 

@@ -12,7 +12,7 @@ use crate::classify::{batch_add_g1, batch_add_g2, classify, gather_enqueue, Clas
 use crate::device::Device;
 use crate::error::{GpuError, Result};
 use crate::layout::{FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
-use crate::msm::{msm_g1, msm_g2, scratch_bytes, Group};
+use crate::msm::{msm_g1, msm_g2, scratch_bytes, scratch_bytes_any, Group};
 use crate::pinned::PinnedBuf;
 use crate::residency::copy_parallel;
 
@@ -60,7 +60,7 @@ pub fn sum_scratch_bytes(n: usize) -> usize {
     // own buffers and the batch addition's partials. The others' packed bases fit in what
     // an MSM of n_others < n points leaves free while n_others is below about n / 3.
     n * (4 + 4 + FR_BYTES)
-        + scratch_bytes(Group::G2, n)
+        + scratch_bytes_any(n)
         + 2 * n.div_ceil(32) * Group::G2.xyzz_bytes()
         + (16 << 20)
 }
