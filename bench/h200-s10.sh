@@ -14,7 +14,9 @@
 #           (also with three rounds forced at every size), G1 MSMs without and with the
 #           rounds, the backend at 2^20/2^22/2^24 with the 2^24 overlap.
 #   part g: the GPU backend at 2^26 (parameters made on the device, in memory).
-# Usage: bash bench/h200-s10.sh v|p|q|f|g   (each fits one 600 s device call)
+#   part h: head to head at 2^24 with the pair rounds: cuzk GPU vs SupraSeal C2 vs cuzk CPU
+#           (`cuzk bench prove`, parameters made on the device).
+# Usage: bash bench/h200-s10.sh v|p|q|f|g|h   (each fits one 600 s device call)
 set -u -o pipefail
 OUT=${OUT:-/tmp/cuzk-out}
 mkdir -p "$OUT"
@@ -67,6 +69,12 @@ f)
   ;;
 g)
   t "backend 26"; timeout 500 .carry/gpu_bench backend --runs 2 --seed 11 26 2>&1 | grep '^{' | cut -c1-1200
+  ;;
+h)
+  t "bench prove 24: gpu vs supraseal vs cpu"
+  timeout 520 .carry/cuzk bench prove --backend gpu --compare supraseal,cpu --log-n 24 --reps 2 \
+    --seed 1668643435 --params-dir /tmp/cuzk-params --supraseal-bin .carry/cuzk-supraseal-bench 2>&1 \
+    | grep -vE "^\s*$" | tail -25
   ;;
 esac
 t done
