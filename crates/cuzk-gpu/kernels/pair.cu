@@ -6,7 +6,8 @@
 // points becomes ceil(s / 2). An affine sum P + Q costs one inversion, 2M + 1S; with the
 // inversions batched (Montgomery's trick: 3M per element plus one inversion per batch) a
 // pair costs about 6 products, against 8M + 2S for the mixed XYZZ addition msm.cu's
-// accumulation uses. A few rounds bring the runs down to ~2 points, and msm.cu's
+// accumulation uses. (Montgomery, "Speeding the Pollard and elliptic curve methods of
+// factorization", Math. Comp. 48, 1987, section 10.3.1, for the shared inversion.) A few rounds bring the runs down to ~2 points, and msm.cu's
 // accumulation sums what is left into XYZZ buckets.
 //
 // One round is three launches (msm.rs sequences them, with the halved counts and their
@@ -174,7 +175,8 @@ __device__ __forceinline__ void sub_mod(u32* b, const u32* c, const u32* P) {
     if (big_sub(b, b, c)) big_add(b, b, P);
 }
 
-// The Montgomery form of a^-1 from that of a (a != 0). Binary extended Euclid on the
+// The Montgomery form of a^-1 from that of a (a != 0). Binary extended Euclid (Hankerson,
+// Menezes, Vanstone, "Guide to Elliptic Curve Cryptography", Algorithm 2.22) on the
 // representative x = aR mod p (invariants b x = u, c x = v mod p; ~800 steps of 12-limb
 // shifts and subtractions, a few times shorter in latency than the ~480 dependent products
 // of a^(p - 2)), giving x^-1 = a^-1 R^-1; one product by R^3 mod p makes it a^-1 R.

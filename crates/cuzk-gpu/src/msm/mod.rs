@@ -1,0 +1,554 @@
+//! Pippenger MSM on the device for G1 and G2 ([`msm_g1`], [`msm_g2`]): the host sequence
+//! of the phases in `kernels/msm.cu` (canonical scalars, bucket histogram, counting sort,
+//! bucket accumulation, per-window running sums, reductions, Horner combine). Bases are
+//! device-resident (an arena region holding blst affine points, optionally addressed through
+//! an index list); [`msm_streamed_g1`] / [`msm_streamed_g2`] stream them from host memory
+//! in chunks instead. From 2^21 G1 points the bucket accumulation is preceded by
+//! batch-affine pair rounds (`pair.rs`); the multi-block scan lives in `scan.rs`, the
+//! streamed MSM in `streamed.rs`.
+
+mod pair;
+mod scan;
+mod streamed;
+
+use pair::{pair_accumulate, PairInput};
+pub(crate) use scan::{scan_exclusive, scan_scratch_bytes};
+pub use streamed::{msm_streamed_g1, msm_streamed_g2};
+
+use blstrs::{G1Projective, G2Projective};
+use group::Group as _;
+
+use crate::arena::{DevRegion, Scratch};
+use crate::device::launch;
+use crate::device::{Device, PhaseTimer};
+use crate::error::{GpuError, Result};
+use crate::kernels::KernelId;
+use crate::layout::{self, FR_BYTES};
+
+/// Which group an MSM runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// G1 over Fp.
+    G1,
+    /// G2 over Fp2.
+    G2,
+}
+
+impl Group {
+    /// Bytes of an affine base.
+    pub fn affine_bytes(self) -> usize {
+        match self {
+            Group::G1 => layout::G1_AFFINE_BYTES,
+            Group::G2 => layout::G2_AFFINE_BYTES,
+        }
+    }
+    /// Bytes of an XYZZ bucket.
+    pub fn xyzz_bytes(self) -> usize {
+        4 * self.affine_bytes() / 2
+    }
+    /// Bytes of a Jacobian result.
+    pub fn jacobian_bytes(self) -> usize {
+        match self {
+            Group::G1 => layout::G1_JACOBIAN_BYTES,
+            Group::G2 => layout::G2_JACOBIAN_BYTES,
+        }
+    }
+    /// The `{op}_{group}` kernel name.
+    pub(crate) fn kernel(self, op: &str) -> Result<&'static str> {
+        Ok(match (op, self) {
+            ("msm_accumulate", Group::G1) => "msm_accumulate_g1",
+            ("msm_accumulate", Group::G2) => "msm_accumulate_g2",
+            ("msm_fixup", Group::G1) => "msm_fixup_g1",
+            ("msm_fixup", Group::G2) => "msm_fixup_g2",
+            ("msm_segments", Group::G1) => "msm_segments_g1",
+            ("msm_segments", Group::G2) => "msm_segments_g2",
+            ("sum_groups", Group::G1) => "sum_groups_g1",
+            ("sum_groups", Group::G2) => "sum_groups_g2",
+            ("msm_combine", Group::G1) => "msm_combine_g1",
+            ("msm_combine", Group::G2) => "msm_combine_g2",
+            ("to_jacobian", Group::G1) => "to_jacobian_g1",
+            ("to_jacobian", Group::G2) => "to_jacobian_g2",
+            ("batch_add", Group::G1) => "batch_add_g1",
+            ("batch_add", Group::G2) => "batch_add_g2",
+            _ => return Err(GpuError::Input(format!("no kernel {op} for {self:?}"))),
+        })
+    }
+    /// Threads per block for point kernels: G2 uses about twice the registers.
+    pub(crate) fn block(self) -> u32 {
+        match self {
+            Group::G1 => 128,
+            Group::G2 => 64,
+        }
+    }
+}
+
+/// Window size in bits for n points: the c in 8..=20 that minimises the modelled cost
+/// ceil(256 / c) · (n + 3 · 2^(c−1)) — per window, n bucket additions plus the running sums
+/// over its 2^(c−1) buckets (about three mixed additions' worth per bucket). That is c = 16
+/// from ~2^12 to ~2^22 points and c = 20 for the dense 2^24+ H query (13 windows instead of
+/// 16). Any c works: with ceil(256 / c) windows the top one holds only 256 mod c bits of a
+/// 255-bit scalar, so its few buckets take many points each, which the load-balanced
+/// accumulation spreads over threads (one thread per bucket serialized them: 670 ms instead
+/// of ~2 ms at 2^16 points with c = 11, docs/benchmarks.md). `CUZK_GPU_MSM_C` (8..=20)
+/// forces one c for every MSM, to benchmark window sizes.
+pub fn window_bits(n: usize) -> u32 {
+    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        std::env::var("CUZK_GPU_MSM_C")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|c| (8..=20).contains(c))
+    });
+    forced.unwrap_or_else(|| {
+        (8u32..=20)
+            .min_by_key(|&c| 256u64.div_ceil(c as u64) * (n as u64 + (3u64 << (c - 1))))
+            .unwrap_or(16)
+    })
+}
+
+/// Accumulation threads aimed for: a few waves of the ~50k G1 threads an H200 holds at once.
+const ACC_THREADS: usize = 1 << 18;
+/// Fewest sorted entries per accumulation thread, so that most buckets of a sparse MSM
+/// still lie inside one thread's range and skip the fixup.
+const ACC_MIN_K: usize = 32;
+
+/// Buckets of one window are summed in runs of `seg` by one thread: at least this many
+/// (the weight j · seg of run j costs a double-and-add per run, amortized over the run)...
+const SEG_MIN: u32 = 16;
+/// ...and more when that would give more than this many running-sum threads (c = 20 has
+/// 13 · 2^19 buckets).
+const SEG_THREADS: usize = 1 << 17;
+/// Reduction factor of one `sum_groups` launch.
+const REDUCE_K: u32 = 16;
+
+/// Sorted entries per accumulation thread and the thread count for `total` entries.
+fn acc_split_total(total: usize) -> (u32, usize) {
+    let k = total.div_ceil(ACC_THREADS).max(ACC_MIN_K);
+    (k as u32, total.div_ceil(k).max(1))
+}
+
+struct Shape {
+    c: u32,
+    nwin: u32,
+    nb: u32,
+}
+
+impl Shape {
+    fn new(n: usize) -> Shape {
+        let c = window_bits(n);
+        Shape {
+            c,
+            nwin: 256u32.div_ceil(c),
+            nb: 1 << (c - 1),
+        }
+    }
+    fn buckets(&self) -> usize {
+        self.nwin as usize * self.nb as usize
+    }
+    /// Buckets per running-sum thread: a power of two dividing nb.
+    fn seg(&self) -> u32 {
+        let want = self.buckets().div_ceil(SEG_THREADS).next_power_of_two() as u32;
+        want.max(SEG_MIN).min(self.nb)
+    }
+    fn nseg(&self) -> u32 {
+        self.nb / self.seg()
+    }
+    /// Sorted entries per accumulation thread and the thread count, for at most n · nwin
+    /// entries (zero digits make the real count smaller; surplus threads exit).
+    fn acc_split(&self, n: usize) -> (u32, usize) {
+        acc_split_total(n * self.nwin as usize)
+    }
+}
+
+/// Scratch bytes an MSM of n points in `group` needs.
+pub fn scratch_bytes(group: Group, n: usize) -> usize {
+    let s = Shape::new(n);
+    let m = s.buckets();
+    let a = crate::arena::ALIGN;
+    n * FR_BYTES
+        + a
+        + 3 * (m + 1) * 4
+        + 3 * a
+        + scan_scratch_bytes(m)
+        + n * s.nwin as usize * 4
+        + a
+        + m * group.xyzz_bytes()
+        + a
+        + 2 * s.acc_split(n).1 * group.xyzz_bytes()
+        + 2 * a
+        + 2 * s.nwin as usize * s.nseg() as usize * group.xyzz_bytes()
+        + 2 * a
+        + 32 * group.jacobian_bytes()
+        + a
+        + s.pair_plan(group, n)
+            .map_or(0, |p| p.scratch_bytes(&s, n, group))
+}
+
+/// Scratch bytes an MSM of n points needs in whichever group needs more.
+pub fn scratch_bytes_any(n: usize) -> usize {
+    scratch_bytes(Group::G1, n).max(scratch_bytes(Group::G2, n))
+}
+
+/// An enqueued MSM: the per-window sums W_w (Jacobian, on the device) of Σ s_i·P_i =
+/// Σ_w 2^(c·w)·W_w. The Horner combination runs on the CPU ([`MsmOut::finish_g1`]): 256
+/// doublings are ~0.1 ms with blst but ~6 ms in one GPU thread.
+#[derive(Clone, Copy, Debug)]
+pub struct MsmOut<'s> {
+    /// nwin Jacobian points.
+    pub windows: DevRegion<'s>,
+    /// Number of windows.
+    pub nwin: u32,
+    /// Window width in bits.
+    pub c: u32,
+}
+
+impl MsmOut<'_> {
+    /// Bytes to download: the window sums.
+    pub fn bytes(&self, group: Group) -> usize {
+        self.nwin as usize * group.jacobian_bytes()
+    }
+
+    /// Σ_w 2^(c·w)·W_w from the downloaded G1 window sums.
+    pub fn finish_g1(c: u32, raw: &[u8]) -> G1Projective {
+        let mut acc = G1Projective::identity();
+        for w in raw.chunks_exact(layout::G1_JACOBIAN_BYTES).rev() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+            acc += layout::g1_from_jacobian(w);
+        }
+        acc
+    }
+
+    /// Σ_w 2^(c·w)·W_w from the downloaded G2 window sums.
+    pub fn finish_g2(c: u32, raw: &[u8]) -> G2Projective {
+        let mut acc = G2Projective::identity();
+        for w in raw.chunks_exact(layout::G2_JACOBIAN_BYTES).rev() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+            acc += layout::g2_from_jacobian(w);
+        }
+        acc
+    }
+
+    /// Downloads the window sums (waits for the compute stream).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn download(&self, dev: &Device, group: Group) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; self.bytes(group)];
+        dev.download(&mut b, &self.windows)?;
+        Ok(b)
+    }
+}
+
+/// `Σ scalars[i] · bases[idx(i)]` in G1 for i < n, with `idx(i) = base_idx[i]` when given,
+/// else i. Scalars are blst Montgomery Fr, bases blst affine points, both on the device.
+///
+/// # Errors
+/// [`GpuError::Input`] when a region is too small; arena or driver errors.
+pub fn msm_g1(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    bases: &DevRegion<'_>,
+    base_idx: Option<&DevRegion<'_>>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<G1Projective> {
+    if n == 0 {
+        return Ok(G1Projective::identity());
+    }
+    let out = msm_enqueue(dev, scratch, Group::G1, bases, base_idx, scalars, n)?;
+    Ok(MsmOut::finish_g1(out.c, &out.download(dev, Group::G1)?))
+}
+
+/// As [`msm_g1`] in G2.
+///
+/// # Errors
+/// As [`msm_g1`].
+pub fn msm_g2(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    bases: &DevRegion<'_>,
+    base_idx: Option<&DevRegion<'_>>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<G2Projective> {
+    if n == 0 {
+        return Ok(G2Projective::identity());
+    }
+    let out = msm_enqueue(dev, scratch, Group::G2, bases, base_idx, scalars, n)?;
+    Ok(MsmOut::finish_g2(out.c, &out.download(dev, Group::G2)?))
+}
+
+/// Enqueues an MSM on the compute stream; the Jacobian window sums land in the returned
+/// region (nothing waits). n must be at least 1.
+///
+/// # Errors
+/// As [`msm_g1`].
+pub fn msm_enqueue<'s>(
+    dev: &Device,
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    bases: &DevRegion<'_>,
+    base_idx: Option<&DevRegion<'_>>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<MsmOut<'s>> {
+    if n == 0 || n > (1usize << 31) - 1 {
+        return Err(GpuError::Input(format!("msm of {n} points")));
+    }
+    if scalars.bytes() < n * FR_BYTES {
+        return Err(GpuError::Input(format!(
+            "{n} scalars need {} bytes, region has {}",
+            n * FR_BYTES,
+            scalars.bytes()
+        )));
+    }
+    match base_idx {
+        Some(ix) if ix.bytes() < n * 4 => {
+            return Err(GpuError::Input(format!(
+                "{n} base indices need {} bytes, region has {}",
+                n * 4,
+                ix.bytes()
+            )));
+        }
+        None if bases.bytes() < n * group.affine_bytes() => {
+            return Err(GpuError::Input(format!(
+                "{n} bases need {} bytes, region has {}",
+                n * group.affine_bytes(),
+                bases.bytes()
+            )));
+        }
+        _ => {}
+    }
+    let s = Shape::new(n);
+    let m = s.buckets();
+    if (n as u64) * (s.nwin as u64) >= u32::MAX as u64 {
+        return Err(GpuError::Input(format!(
+            "msm of {n} points exceeds the 32-bit sort index"
+        )));
+    }
+    let n32 = n as u32;
+    let m32 = m as u32;
+
+    let canon = scratch.alloc(n * FR_BYTES)?;
+    let counts = scratch.alloc(m * 4)?;
+    let starts = scratch.alloc((m + 1) * 4)?;
+    let cursor = scratch.alloc(m * 4)?;
+    let sorted = scratch.alloc(n * s.nwin as usize * 4)?;
+    let buckets = scratch.alloc(m * group.xyzz_bytes())?;
+    let (acc_k, acc_threads) = s.acc_split(n);
+    let first = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+    let last = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+    let nseg = s.nseg();
+    let part_len = s.nwin as usize * nseg as usize * group.xyzz_bytes();
+    let part_a = scratch.alloc(part_len)?;
+    let part_b = scratch.alloc(part_len)?;
+    let out = scratch.alloc(s.nwin as usize * group.jacobian_bytes())?;
+    let mut prof = PhaseTimer::start(dev, || format!("msm {group:?} n={n} c={}", s.c))?;
+    let mut mark = |name: &'static str| -> Result<()> {
+        match prof.as_mut() {
+            Some(p) => p.mark(name),
+            None => Ok(()),
+        }
+    };
+    dev.memset_zero(&counts)?;
+
+    // SAFETY (every launch! below): the arguments follow each kernel's parameter list in
+    // msm.cu; canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
+    // n * nwin entries, buckets m points, first/last acc_threads points (acc_threads *
+    // acc_k >= n * nwin >= starts[m]), part_a/part_b nwin * nseg points; grids cover n, m,
+    // acc_threads or nwin * nseg threads and every kernel checks its index against those
+    // bounds.
+    let (sc, cn) = (scalars.ptr(), canon.ptr());
+    launch!(
+        dev,
+        KernelId::Msm,
+        "msm_scalars_canonical",
+        Device::grid(n as u64, 256),
+        &sc,
+        &cn,
+        &n32
+    )?;
+    mark("canonical")?;
+    let (c, nwin, cnt) = (s.c, s.nwin, counts.ptr());
+    launch!(
+        dev,
+        KernelId::Msm,
+        "msm_histogram",
+        Device::grid(n as u64, 256),
+        &cn,
+        &n32,
+        &c,
+        &nwin,
+        &cnt
+    )?;
+    mark("histogram")?;
+    let (st, cu) = (starts.ptr(), cursor.ptr());
+    scan_exclusive(dev, scratch, &counts, &starts, Some(&cursor), m)?;
+    mark("scan")?;
+    let so = sorted.ptr();
+    launch!(
+        dev,
+        KernelId::Msm,
+        "msm_scatter",
+        Device::grid(n as u64, 256),
+        &cn,
+        &n32,
+        &c,
+        &nwin,
+        &cu,
+        &so
+    )?;
+    mark("scatter")?;
+    let (bp, ip, bk, fp, lp) = (
+        bases.ptr(),
+        base_idx.map_or(0u64, |r| r.ptr()),
+        buckets.ptr(),
+        first.ptr(),
+        last.ptr(),
+    );
+    if let Some(plan) = s.pair_plan(group, n) {
+        let input = PairInput {
+            bases: bp,
+            base_idx: ip,
+            sorted: so,
+            starts: st,
+        };
+        pair_accumulate(dev, scratch, &s, &plan, n, &input, bk, &mut mark)?;
+    } else {
+        launch!(
+            dev,
+            KernelId::Msm,
+            group.kernel("msm_accumulate")?,
+            Device::grid(acc_threads as u64, group.block()),
+            &bp,
+            &ip,
+            &so,
+            &st,
+            &m32,
+            &acc_k,
+            &bk,
+            &fp,
+            &lp
+        )?;
+        mark("accumulate")?;
+        launch!(
+            dev,
+            KernelId::Msm,
+            group.kernel("msm_fixup")?,
+            Device::grid(m as u64, group.block()),
+            &st,
+            &m32,
+            &acc_k,
+            &fp,
+            &lp,
+            &bk
+        )?;
+        mark("fixup")?;
+    }
+    let (nb, seg, pa) = (s.nb, s.seg(), part_a.ptr());
+    launch!(
+        dev,
+        KernelId::Msm,
+        group.kernel("msm_segments")?,
+        Device::grid(nwin as u64 * nseg as u64, group.block()),
+        &bk,
+        &nb,
+        &nwin,
+        &seg,
+        &pa
+    )?;
+    mark("segments")?;
+    let (mut src, mut dst) = (part_a.ptr(), part_b.ptr());
+    let mut len = nseg;
+    while len > 1 {
+        let k = REDUCE_K.min(len);
+        let out_len = len.div_ceil(k);
+        let (i, o) = (src, dst);
+        launch!(
+            dev,
+            KernelId::Msm,
+            group.kernel("sum_groups")?,
+            Device::grid(nwin as u64 * out_len as u64, group.block()),
+            &i,
+            &nwin,
+            &len,
+            &k,
+            &o
+        )?;
+        std::mem::swap(&mut src, &mut dst);
+        len = out_len;
+    }
+    mark("reduce")?;
+    let op = out.ptr();
+    launch!(
+        dev,
+        KernelId::Msm,
+        group.kernel("to_jacobian")?,
+        Device::grid(nwin as u64, 32),
+        &src,
+        &op,
+        &nwin
+    )?;
+    mark("to_jacobian")?;
+    if let Some(p) = prof {
+        p.report()?;
+    }
+    Ok(MsmOut {
+        windows: out,
+        nwin,
+        c,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_sizes_follow_the_cost_model() {
+        // Unless CUZK_GPU_MSM_C forces one (never set in tests).
+        if std::env::var_os("CUZK_GPU_MSM_C").is_some() {
+            eprintln!("skipped: CUZK_GPU_MSM_C is set");
+            return;
+        }
+        assert_eq!(window_bits(1), 8);
+        assert_eq!(window_bits(1000), 8);
+        assert_eq!(window_bits(1 << 20), 16);
+        assert_eq!(window_bits(419_915), 16);
+        assert_eq!(window_bits(1 << 24), 20);
+        assert!((8..=20).contains(&window_bits(usize::MAX >> 8)));
+    }
+
+    #[test]
+    fn shapes_cover_every_entry_and_bucket() {
+        for n in [
+            1usize,
+            3,
+            257,
+            4095,
+            100_003,
+            419_915,
+            1 << 22,
+            (1 << 24) + 5,
+            1 << 27,
+        ] {
+            let s = Shape::new(n);
+            assert!(s.nwin * s.c >= 256, "n={n}");
+            let seg = s.seg();
+            assert!(
+                seg.is_power_of_two() && seg <= s.nb && s.nseg() * seg == s.nb,
+                "n={n}"
+            );
+            let (k, threads) = s.acc_split(n);
+            assert!(k as usize * threads >= n * s.nwin as usize, "n={n}");
+            assert!(
+                k as usize >= ACC_MIN_K && threads <= ACC_THREADS + 1,
+                "n={n}"
+            );
+        }
+    }
+}
