@@ -16,7 +16,9 @@
 #   part g: the GPU backend at 2^26 (parameters made on the device, in memory).
 #   part h: head to head at 2^24 with the pair rounds: cuzk GPU vs SupraSeal C2 vs cuzk CPU
 #           (`cuzk bench prove`, parameters made on the device).
-# Usage: bash bench/h200-s10.sh v|p|q|f|g|h   (each fits one 600 s device call)
+#   part r: after moving msm.rs into msm/ (no kernel change but comments): GPU tests, MSM
+#           checks (default and 3 rounds forced), one resident 2^22 and 2^24 G1 MSM.
+# Usage: bash bench/h200-s10.sh v|p|q|f|g|h|r   (each fits one 600 s device call)
 set -u -o pipefail
 OUT=${OUT:-/tmp/cuzk-out}
 mkdir -p "$OUT"
@@ -75,6 +77,13 @@ h)
   timeout 520 .carry/cuzk bench prove --backend gpu --compare supraseal,cpu --log-n 24 --reps 2 \
     --seed 1668643435 --params-dir /tmp/cuzk-params --supraseal-bin .carry/cuzk-supraseal-bench 2>&1 \
     | grep -vE "^\s*$" | tail -25
+  ;;
+r)
+  t gpu tests; timeout 120 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t msm checks; timeout 100 .carry/gpu_bench msm g1 --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  t "msm checks, 3 pair rounds forced"
+  CUZK_GPU_MSM_PAIR=3 timeout 100 .carry/gpu_bench msm g1 --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  t "msm g1 resident"; timeout 100 .carry/gpu_bench msm g1 --resident --runs 3 --seed 5 22 24 2>&1 | grep '^{' | cut -c1-300
   ;;
 esac
 t done
