@@ -331,7 +331,6 @@ pub fn msm_enqueue<'s>(
         )));
     }
     let n32 = n as u32;
-    let m32 = m as u32;
 
     let canon = scratch.alloc(n * FR_BYTES)?;
     let counts = scratch.alloc(m * 4)?;
@@ -339,9 +338,6 @@ pub fn msm_enqueue<'s>(
     let cursor = scratch.alloc(m * 4)?;
     let sorted = scratch.alloc(n * s.nwin as usize * 4)?;
     let buckets = scratch.alloc(m * group.xyzz_bytes())?;
-    let (acc_k, acc_threads) = s.acc_split(n);
-    let first = scratch.alloc(acc_threads * group.xyzz_bytes())?;
-    let last = scratch.alloc(acc_threads * group.xyzz_bytes())?;
     let nseg = s.nseg();
     let part_len = s.nwin as usize * nseg as usize * group.xyzz_bytes();
     let part_a = scratch.alloc(part_len)?;
@@ -358,8 +354,8 @@ pub fn msm_enqueue<'s>(
 
     // SAFETY (every launch! below): the arguments follow each kernel's parameter list in
     // msm.cu; canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
-    // n * nwin entries, buckets m points, first/last acc_threads points (acc_threads *
-    // acc_k >= n * nwin >= starts[m]), part_a/part_b nwin * nseg points; grids cover n, m,
+    // n * nwin entries, buckets m points (the accumulation and its partials: see
+    // accumulate_buckets), part_a/part_b nwin * nseg points; grids cover n, m,
     // acc_threads or nwin * nseg threads and every kernel checks its index against those
     // bounds.
     let (sc, cn) = (scalars.ptr(), canon.ptr());
@@ -403,12 +399,10 @@ pub fn msm_enqueue<'s>(
         &so
     )?;
     mark("scatter")?;
-    let (bp, ip, bk, fp, lp) = (
+    let (bp, ip, bk) = (
         bases.ptr(),
         base_idx.map_or(0u64, |r| r.ptr()),
         buckets.ptr(),
-        first.ptr(),
-        last.ptr(),
     );
     if let Some(plan) = s.pair_plan(group, n) {
         let input = PairInput {
@@ -419,35 +413,27 @@ pub fn msm_enqueue<'s>(
         };
         pair_accumulate(dev, scratch, &s, &plan, n, &input, bk, &mut mark)?;
     } else {
-        launch!(
+        // The pair path carves its own (per window group) partials.
+        let (acc_k, acc_threads) = s.acc_split(n);
+        let first = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+        let last = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+        let points = AccPoints {
+            bases: bp,
+            base_idx: ip,
+            sorted: so,
+        };
+        let partials = (first.ptr(), last.ptr());
+        accumulate_buckets(
             dev,
-            KernelId::Msm,
-            group.kernel("msm_accumulate")?,
-            Device::grid(acc_threads as u64, group.block()),
-            &bp,
-            &ip,
-            &so,
-            &st,
-            &m32,
-            &acc_k,
-            &bk,
-            &fp,
-            &lp
+            group,
+            &points,
+            st,
+            m,
+            (acc_k, acc_threads),
+            bk,
+            partials,
+            &mut mark,
         )?;
-        mark("accumulate")?;
-        launch!(
-            dev,
-            KernelId::Msm,
-            group.kernel("msm_fixup")?,
-            Device::grid(m as u64, group.block()),
-            &st,
-            &m32,
-            &acc_k,
-            &fp,
-            &lp,
-            &bk
-        )?;
-        mark("fixup")?;
     }
     let (nb, seg, pa) = (s.nb, s.seg(), part_a.ptr());
     launch!(
@@ -502,6 +488,66 @@ pub fn msm_enqueue<'s>(
         nwin,
         c,
     })
+}
+
+/// The points a bucket accumulation reads: `bases[base_idx[j]]` (or `bases[j]`) for the
+/// sorted entries j (sign in bit 31), or with `sorted` 0 the points at `bases` in order.
+struct AccPoints {
+    bases: u64,
+    base_idx: u64,
+    sorted: u64,
+}
+
+/// Enqueues the load-balanced accumulation of the m buckets whose m + 1 starts are at
+/// `starts` into `buckets`, `split` = (entries per thread, threads), and the fixup of the
+/// buckets that cross threads through the `partials` (first, last; `split.1` points each).
+#[allow(clippy::too_many_arguments)]
+fn accumulate_buckets(
+    dev: &Device,
+    group: Group,
+    points: &AccPoints,
+    starts: u64,
+    m: usize,
+    split: (u32, usize),
+    buckets: u64,
+    partials: (u64, u64),
+    mark: &mut dyn FnMut(&'static str) -> Result<()>,
+) -> Result<()> {
+    let (m32, (acc_k, acc_threads), (fp, lp)) = (m as u32, split, partials);
+    // SAFETY: msm_accumulate_{g}(bases, base_idx, sorted, starts, m, K, buckets, first,
+    // last) and msm_fixup_{g}(starts, m, K, first, last, buckets) as in msm.cu; the caller
+    // gives m + 1 starts, acc_threads * K >= starts[m] entries, first/last of acc_threads
+    // points and m buckets; the grids cover acc_threads and m threads, which the kernels
+    // check.
+    launch!(
+        dev,
+        KernelId::Msm,
+        group.kernel("msm_accumulate")?,
+        Device::grid(acc_threads as u64, group.block()),
+        &points.bases,
+        &points.base_idx,
+        &points.sorted,
+        &starts,
+        &m32,
+        &acc_k,
+        &buckets,
+        &fp,
+        &lp
+    )?;
+    mark("accumulate")?;
+    launch!(
+        dev,
+        KernelId::Msm,
+        group.kernel("msm_fixup")?,
+        Device::grid(m as u64, group.block()),
+        &starts,
+        &m32,
+        &acc_k,
+        &fp,
+        &lp,
+        &buckets
+    )?;
+    mark("fixup")
 }
 
 #[cfg(test)]

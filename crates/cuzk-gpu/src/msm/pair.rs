@@ -2,7 +2,10 @@
 //! `kernels/pair.cu` ([`PairPlan`], [`pair_accumulate`]). The MSM's phases around them
 //! (sort, accumulation of what the rounds leave, running sums) are `mod.rs`'s.
 
-use super::{acc_split_total, scan_exclusive, scan_scratch_bytes, Group, Shape};
+use super::{
+    acc_split_total, accumulate_buckets, scan_exclusive, scan_scratch_bytes, AccPoints, Group,
+    Shape,
+};
 use crate::arena::Scratch;
 use crate::device::{launch, Device};
 use crate::error::Result;
@@ -250,40 +253,24 @@ pub(super) fn pair_accumulate(
             sorted = null;
             src_pts = op;
         }
-        let (acc_k, acc_threads) = acc_split_total(bounds.last().copied().unwrap_or(1));
-        let bk = buckets + b0 * xb as u64;
-        // SAFETY: msm_accumulate_g1 over the last round's points in order (base_idx and
-        // sorted null), its m + 1 starts, acc_threads * acc_k >= the bound >= starts[m];
-        // first/last hold acc_threads_max >= acc_threads points; buckets from b0 on hold
-        // this group's m buckets. msm_fixup_g1 likewise over m buckets.
-        launch!(
+        // The last round's points in order; first/last hold acc_threads_max >= acc_threads
+        // points; buckets from b0 on hold this group's m buckets.
+        let points = AccPoints {
+            bases: src_pts,
+            base_idx: null,
+            sorted: null,
+        };
+        accumulate_buckets(
             dev,
-            KernelId::Msm,
-            "msm_accumulate_g1",
-            Device::grid(acc_threads as u64, group.block()),
-            &src_pts,
-            &null,
-            &null,
-            &in_starts,
-            &m32,
-            &acc_k,
-            &bk,
-            &fp,
-            &lp
+            group,
+            &points,
+            in_starts,
+            m,
+            acc_split_total(bounds.last().copied().unwrap_or(1)),
+            buckets + b0 * xb as u64,
+            (fp, lp),
+            mark,
         )?;
-        launch!(
-            dev,
-            KernelId::Msm,
-            "msm_fixup_g1",
-            Device::grid(m as u64, group.block()),
-            &in_starts,
-            &m32,
-            &acc_k,
-            &fp,
-            &lp,
-            &bk
-        )?;
-        mark("accumulate")?;
         w0 = w1;
     }
     Ok(())
