@@ -22,11 +22,12 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use cuzk_groth16::compare::{compare_with_bellperson, CompareOptions};
 use cuzk_groth16::stats::median;
-use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
+use cuzk_groth16::synthetic::SyntheticCircuit;
 use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions};
 use ff::Field;
 use rand::SeedableRng;
 
+use super::prove::ShapeArgs;
 use super::{ratio, round1, threads};
 
 /// Flags of `cuzk bench prove`.
@@ -55,6 +56,11 @@ pub struct Args {
     /// to this binary, then on PATH).
     #[arg(long)]
     pub supraseal_bin: Option<PathBuf>,
+    /// The synthetic circuit's shape (head-to-head only): the default is PoRep-like
+    /// (90% bit values, B holding a quarter of aux); `--bit-fraction 0` makes every aux
+    /// value a full field element.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
 }
 
 /// Runs the comparison for each size and prints one JSON line per size on stdout.
@@ -77,6 +83,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             bail!("bench prove: cannot compare against {c:?} here (supported: supraseal, cpu, gpu; bellperson alone with --backend cpu)");
         }
         return head_to_head(&args);
+    }
+    if args.shape.is_set() {
+        bail!("bench prove: the shape flags (--a-density, --b-density, --bit-fraction, --inputs) apply to the head-to-head (--compare supraseal,cpu,gpu)");
     }
     if args.backend != "cpu" {
         bail!("bench prove: --compare bellperson runs with --backend cpu (bellperson has no GPU path in this build); use --compare supraseal,cpu for the GPU");
@@ -144,6 +153,7 @@ impl Supraseal {
         params: &Path,
         lg: u32,
         c: &SyntheticCircuit,
+        shape: &ShapeArgs,
     ) -> anyhow::Result<Supraseal> {
         let mut child = Command::new(bin)
             .arg("--params")
@@ -151,6 +161,7 @@ impl Supraseal {
             .args(["--log-n", &lg.to_string()])
             .args(["--seed", &c.seed.to_string()])
             .args(["--witness-seed", &c.witness_seed.to_string()])
+            .args(shape.to_args())
             // Repetition 0 of the benchmark is the warm-up for every prover.
             .arg("--no-warmup")
             .stdin(Stdio::piped())
@@ -238,9 +249,16 @@ fn bench_params(
     circuit: SyntheticCircuit,
     gpus: &[std::sync::Arc<cuzk_gpu::Device>],
 ) -> anyhow::Result<(PathBuf, f64)> {
+    // Parameters belong to one structure: a non-default shape gets its own file.
+    let tag: String = args
+        .shape
+        .to_args()
+        .chunks(2)
+        .map(|kv| format!("-{}{}", kv[0].trim_start_matches("--"), kv[1]))
+        .collect();
     let path = args
         .params_dir
-        .join(format!("cuzk-synthetic-{:x}-{lg}.params", args.seed));
+        .join(format!("cuzk-synthetic-{:x}-{lg}{tag}.params", args.seed));
     if path.is_file() {
         return Ok((path, 0.0));
     }
@@ -273,7 +291,7 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
         }
     }
     for &lg in &args.log_n {
-        let circuit = SyntheticCircuit::with_log_n(lg, args.seed, SyntheticShape::default())?;
+        let circuit = SyntheticCircuit::with_log_n(lg, args.seed, args.shape.shape())?;
         let (params, paramgen_ms) = bench_params(args, lg, circuit, &gpus)?;
         let t = Instant::now();
         let srs = Srs::load(&params, SrsOptions::default())
@@ -294,6 +312,7 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
                     &params,
                     lg,
                     &circuit,
+                    &args.shape,
                 )?),
                 other => bail!("unknown prover {other}"),
             };
@@ -359,6 +378,12 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             "op": "prove_head_to_head",
             "log_n": lg,
             "n_constraints": circuit.n_constraints,
+            "shape": {
+                "a_density": circuit.shape.a_aux_fraction,
+                "b_density": circuit.shape.b_aux_fraction,
+                "bit_fraction": circuit.shape.bit_fraction,
+                "n_inputs": circuit.n_inputs,
+            },
             "backend": args.backend,
             "reps": args.reps,
             "verified": true,

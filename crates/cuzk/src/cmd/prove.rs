@@ -30,6 +30,15 @@ pub struct CircuitArgs {
     /// Seed of the circuit's structure (parameters are made for one seed).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Densities and value mix.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+}
+
+/// The synthetic circuit's shape flags (`SyntheticShape`), shared by `cuzk prove`, `cuzk gen
+/// params` and `cuzk bench prove`; each unset flag keeps the PoRep-like default.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ShapeArgs {
     /// Fraction of aux variables in A (default: PoRep's 0.997).
     #[arg(long)]
     pub a_density: Option<f64>,
@@ -44,17 +53,49 @@ pub struct CircuitArgs {
     pub inputs: Option<usize>,
 }
 
-impl CircuitArgs {
-    /// The synthetic circuit these flags describe, at 2^`lg` rows.
-    pub fn synthetic(&self, lg: u32) -> anyhow::Result<SyntheticCircuit> {
+impl ShapeArgs {
+    /// The shape these flags describe.
+    pub fn shape(&self) -> SyntheticShape {
         let d = SyntheticShape::default();
-        let shape = SyntheticShape {
+        SyntheticShape {
             a_aux_fraction: self.a_density.unwrap_or(d.a_aux_fraction),
             b_aux_fraction: self.b_density.unwrap_or(d.b_aux_fraction),
             bit_fraction: self.bit_fraction.unwrap_or(d.bit_fraction),
             n_inputs: self.inputs,
             ..d
+        }
+    }
+
+    /// Whether any flag is set.
+    pub fn is_set(&self) -> bool {
+        self.a_density.is_some()
+            || self.b_density.is_some()
+            || self.bit_fraction.is_some()
+            || self.inputs.is_some()
+    }
+
+    /// The flags that are set, as command-line arguments (to hand the same circuit to
+    /// another program, e.g. the SupraSeal baseline).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut push = |flag: &str, val: Option<String>| {
+            if let Some(val) = val {
+                v.push(flag.to_string());
+                v.push(val);
+            }
         };
+        push("--a-density", self.a_density.map(|x| x.to_string()));
+        push("--b-density", self.b_density.map(|x| x.to_string()));
+        push("--bit-fraction", self.bit_fraction.map(|x| x.to_string()));
+        push("--inputs", self.inputs.map(|x| x.to_string()));
+        v
+    }
+}
+
+impl CircuitArgs {
+    /// The synthetic circuit these flags describe, at 2^`lg` rows.
+    pub fn synthetic(&self, lg: u32) -> anyhow::Result<SyntheticCircuit> {
+        let shape = self.shape.shape();
         let CircuitKind::Synthetic = self.circuit;
         SyntheticCircuit::with_log_n(lg, self.seed, shape).context("synthetic circuit")
     }
