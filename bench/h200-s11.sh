@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Session of 2026-11-30 14:00 UTC on an H200 (docs/benchmarks.md):
+#   part a: Nsight Compute profile of the G1 bucket accumulation and the pair-round kernels
+#           of one resident 2^22 G1 MSM (stall reasons, occupancy, pipe use), and the
+#           head-to-head against SupraSeal C2 at 2^22 for three witness shapes: the
+#           PoRep-like default, every aux value a field element (--bit-fraction 0), and that
+#           with every aux variable in B as well (--b-density 1). SupraSeal's process CPU time
+#           is printed by a wrapper (bash `times`).
+#   part b: the same head-to-head shapes at 2^24.
+#   part c: warp stall reasons (ncu metrics) of the G1 bucket accumulation and the pair
+#           backward kernel, and resident G1 MSMs at 2^22/2^24 with experimental variants of
+#           the accumulation (CUZK_GPU_ACC: lb4 = at most 128 registers, ool = Fp products
+#           out of line, ool4 = both), pair rounds off and on.
+#   part d: Fp products out of line in the point formulas and the pair rounds: GPU tests,
+#           MSM checks (default and 3 pair rounds forced), G1 MSMs with pair rounds off and
+#           on (profiled), the backend at 2^20/2^22/2^24 with the 2^24 two-worker overlap.
+# Usage: bash bench/h200-s11.sh a|b|c|d   (each fits one 600 s device call)
+set -u -o pipefail
+OUT=${OUT:-/tmp/cuzk-out}
+mkdir -p "$OUT"
+export XDG_CACHE_HOME=$PWD/.carry/cache RUST_LOG=${RUST_LOG:-warn}
+LOG=$OUT/part-$1.log
+exec > >(tee "$LOG") 2>&1
+t() { echo "== $* [$(date +%T)]"; }
+# SupraSeal baseline behind a wrapper that prints its process CPU time on exit.
+SS=/tmp/supraseal-timed.sh
+printf '#!/usr/bin/env bash\n%s/.carry/cuzk-supraseal-bench "$@"\nrc=$?\necho "supraseal process times (user sys / children):" >&2\ntimes >&2\nexit $rc\n' "$PWD" > $SS
+chmod +x $SS
+h2h() { # log_n, then shape flags
+  local lg=$1; shift
+  t "bench prove $lg ${*:-default shape}: gpu vs supraseal"
+  local s=$(date +%s)
+  timeout ${H2H_TIMEOUT:-250} .carry/cuzk bench prove --backend gpu --compare supraseal --log-n $lg --reps 2 \
+    --seed 1668643435 --params-dir /tmp/cuzk-params --supraseal-bin $SS "$@" 2>&1 \
+    | grep -E '^\{|supraseal process|^[0-9]+m|generated' | cut -c1-2000
+  echo "wall $(( $(date +%s) - s )) s"
+}
+case $1 in
+a)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t "ncu: accumulate and pair kernels of one 2^22 G1 MSM"
+  which ncu || ls /opt/nvidia/nsight-compute/*/ncu
+  NCU=$(which ncu || ls /opt/nvidia/nsight-compute/*/ncu | head -1)
+  timeout 200 $NCU --clock-control none --set full \
+    -k regex:'msm_accumulate_g1|pair_backward_g1|pair_forward_g1' -c 3 \
+    .carry/gpu_bench msm g1 --resident --runs 1 --seed 5 22 > $OUT/ncu-22.txt 2>&1
+  echo "ncu rc $?"; grep -E "^  [a-z_]+.*\(|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Executed Ipc Active|No Eligible|Stall|L1/TEX Hit|L2 Hit|Memory Throughput|Compute \(SM\)" $OUT/ncu-22.txt | head -80
+  h2h 22
+  h2h 22 --bit-fraction 0
+  h2h 22 --bit-fraction 0 --b-density 1
+  ;;
+c)
+  NCU=$(which ncu || ls /opt/nvidia/nsight-compute/*/ncu | head -1)
+  STALLS='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
+  for v in default ool; do
+    t "ncu stall reasons, accumulate $v and pair backward, 2^22"
+    CUZK_GPU_ACC=$v timeout 120 $NCU --clock-control none --metrics "$STALLS,smsp__issue_active.avg.per_cycle_active,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread" \
+      -k regex:'msm_accumulate_g1|pair_backward_g1' -c 2 \
+      .carry/gpu_bench msm g1 --resident --runs 1 --seed 5 22 > $OUT/ncu-stalls-$v.txt 2>&1
+    echo "ncu rc $?"
+    grep -E "^  [a-z_0-9]+ \(|registers|issue_active|warps_active|stalled" $OUT/ncu-stalls-$v.txt \
+      | awk '$NF+0 >= 0.2 || /\(|registers|issue_active|warps_active/' | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | cut -c1-110
+  done
+  for v in default lb4 ool ool4; do
+    for pair in 0 default; do
+      env=(CUZK_GPU_ACC=$v); [ $pair = 0 ] && env+=(CUZK_GPU_MSM_PAIR=0)
+      t "msm g1 resident, accumulate $v, pair rounds $pair"
+      env "${env[@]}" CUZK_GPU_PROFILE=1 timeout 100 .carry/gpu_bench msm g1 --resident --runs 3 --seed 5 22 24 2>&1 | grep -E '^\{|profile' | cut -c1-400
+    done
+  done
+  ;;
+d)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t gpu tests; timeout 120 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t msm checks; timeout 100 .carry/gpu_bench msm g1 --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  t "msm checks, 3 pair rounds forced"
+  CUZK_GPU_MSM_PAIR=3 timeout 100 .carry/gpu_bench msm g1 --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  for pair in 0 1 2; do
+    t "msm g1 resident, pair rounds $pair"
+    CUZK_GPU_MSM_PAIR=$pair timeout 100 .carry/gpu_bench msm g1 --resident --runs 3 --seed 5 20 22 24 2>&1 | grep '^{' | cut -c1-300
+    CUZK_GPU_MSM_PAIR=$pair CUZK_GPU_PROFILE=1 timeout 60 .carry/gpu_bench msm g1 --resident --runs 1 --seed 5 24 2>&1 | grep -E 'profile' | tail -1
+  done
+  t "backend 20 22 24, overlap 20 partitions x 2 workers at 24"
+  timeout 240 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 20 22 24 2>&1 | grep '^{' | cut -c1-1200
+  ;;
+b)
+  H2H_TIMEOUT=280 h2h 24 --bit-fraction 0
+  ;;
+esac
