@@ -125,7 +125,7 @@ extern "C" __global__ void pair_forward_g1(const g1_affine_t* bases, const u32* 
             bool has_q;
             pair_at(in_starts, out_starts, b, o, i, has_q);
             pre[(u64)k * threads + t] = acc;
-            acc = acc * denominator(src, i, has_q);
+            acc = fp_mul_ool(acc, denominator(src, i, has_q));
         }
     }
     tot[t] = acc;
@@ -244,11 +244,13 @@ extern "C" __global__ void pair_invert(fp_t* tot, u32 n, u32 G2, fp_t* pre2) {
     }
 }
 
-extern "C" __global__ void pair_backward_g1(const g1_affine_t* bases, const u32* base_idx,
-                                            const u32* sorted, const g1_affine_t* pts,
-                                            const u32* in_starts, const u32* out_starts, u32 m,
-                                            u32 G, u32 threads, const fp_t* pre,
-                                            const fp_t* tot_inv, g1_affine_t* out) {
+// At most 128 registers (4 blocks of 128 per SM): with its products out of line the kernel
+// would take 141 and fit 3 blocks; the cap spills ~50 bytes.
+extern "C" __global__ void __launch_bounds__(128, 4)
+    pair_backward_g1(const g1_affine_t* bases, const u32* base_idx, const u32* sorted,
+                     const g1_affine_t* pts, const u32* in_starts, const u32* out_starts, u32 m,
+                     u32 G, u32 threads, const fp_t* pre, const fp_t* tot_inv,
+                     g1_affine_t* out) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads) return;
     const pair_src src{bases, base_idx, sorted, pts};
@@ -272,18 +274,18 @@ extern "C" __global__ void pair_backward_g1(const g1_affine_t* bases, const u32*
         const pair_kind kind = kind_of(p, q, has_q, d);
         g1_affine_t r;
         if (kind == ADD_PQ || kind == DOUBLE_P) {
-            const fp_t dinv = inv * pre[(u64)k * threads + t];
-            inv = inv * d;
+            const fp_t dinv = fp_mul_ool(inv, pre[(u64)k * threads + t]);
+            inv = fp_mul_ool(inv, d);
             fp_t lambda;
             if (kind == ADD_PQ) {
-                lambda = (q.y - p.y) * dinv;
+                lambda = fp_mul_ool(q.y - p.y, dinv);
             } else {
-                const fp_t xx = p.x.sqr();
-                lambda = (xx.dbl() + xx) * dinv;
+                const fp_t xx = fp_mul_ool(p.x, p.x);
+                lambda = fp_mul_ool(xx.dbl() + xx, dinv);
             }
             // x_q = x_p when doubling.
-            r.x = lambda.sqr() - p.x - q.x;
-            r.y = lambda * (p.x - r.x) - p.y;
+            r.x = fp_mul_ool(lambda, lambda) - p.x - q.x;
+            r.y = fp_mul_ool(lambda, p.x - r.x) - p.y;
         } else if (kind == COPY_P) {
             r = p;
         } else if (kind == COPY_Q) {

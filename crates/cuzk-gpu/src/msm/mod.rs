@@ -3,8 +3,9 @@
 //! bucket accumulation, per-window running sums, reductions, Horner combine). Bases are
 //! device-resident (an arena region holding blst affine points, optionally addressed through
 //! an index list); [`msm_streamed_g1`] / [`msm_streamed_g2`] stream them from host memory
-//! in chunks instead. From 2^21 G1 points the bucket accumulation is preceded by
-//! batch-affine pair rounds (`pair.rs`); the multi-block scan lives in `scan.rs`, the
+//! in chunks instead. On request (`CUZK_GPU_MSM_PAIR`) the G1 bucket accumulation
+//! is preceded by batch-affine pair rounds (`pair.rs`), off by default since they stopped
+//! paying; the multi-block scan lives in `scan.rs`, the
 //! streamed MSM in `streamed.rs`.
 
 mod pair;

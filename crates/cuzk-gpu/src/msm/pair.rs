@@ -27,14 +27,13 @@ const PAIR_GROUP_ENTRIES: usize = 1 << 25;
 /// Bytes of an Fp element (a pair round's denominators and their products).
 const FP_BYTES: usize = layout::G1_AFFINE_BYTES / 2;
 
-/// Fewest points for which G1 MSMs run pair rounds by default, and the most rounds they
-/// run: on an H200 two rounds took a 2^24 MSM from 271 to 250 ms and a 2^22 one from 76 to
-/// 71 ms, while four rounds lost at 2^24 (275 ms) and at 2^20 (28 against 24 ms): each
-/// round's inversion launch costs ~0.8 ms whatever its size, and an affine pair addition
-/// there runs at ~0.67 ns against ~0.9 ns for a mixed XYZZ addition, so only the rounds
-/// with many pairs pay (docs/benchmarks.md).
-const PAIR_MIN_N: usize = 1 << 21;
-const PAIR_MAX_ROUNDS: u32 = 2;
+// Pair rounds are off unless CUZK_GPU_MSM_PAIR asks for them. With their products inlined
+// (d415ac1) two rounds took a 2^24 MSM from 271 to 250 ms; once every Fp product of the
+// point formulas went out of line (fewer instruction-cache misses, ec.cuh), the plain
+// accumulation fell to 149 ms of a 190.5 ms MSM, and one or two rounds gave 191.5 and
+// 191.9 ms: each round's inversion launch (~0.8 ms whatever its size) and its memory
+// traffic eat the saving, and the rounds' ~3.4 GB of scratch would buy nothing
+// (docs/benchmarks.md, "Fp products out of line").
 
 /// `CUZK_GPU_MSM_PAIR=k`: exactly min(k, what the bucket sizes allow) pair rounds for every
 /// G1 MSM, whatever its size (0: none), to benchmark round counts and to take small MSMs
@@ -94,19 +93,23 @@ impl PairPlan {
 }
 
 impl Shape {
-    /// The pair rounds for n points in `group`: G1 only, when the mean bucket holds at least
-    /// four points; by default from PAIR_MIN_N points and at most PAIR_MAX_ROUNDS rounds,
-    /// never more than would leave about two points per bucket.
+    /// The pair rounds for n points in `group`: none unless `CUZK_GPU_MSM_PAIR` forces them.
     pub(super) fn pair_plan(&self, group: Group, n: usize) -> Option<PairPlan> {
-        let forced = pair_rounds_forced();
-        if group != Group::G1 || (forced.is_none() && n < PAIR_MIN_N) {
+        self.pair_plan_with(group, n, pair_rounds_forced()?)
+    }
+
+    /// At most `max_rounds` pair rounds for n points in `group`: G1 only, when the mean
+    /// bucket holds at least four points, never more than would leave about two points per
+    /// bucket.
+    fn pair_plan_with(&self, group: Group, n: usize, max_rounds: u32) -> Option<PairPlan> {
+        if group != Group::G1 {
             return None;
         }
         let mean = n / self.nb as usize;
         if mean < 4 {
             return None;
         }
-        let rounds = (mean.ilog2() - 1).min(forced.unwrap_or(PAIR_MAX_ROUNDS));
+        let rounds = (mean.ilog2() - 1).min(max_rounds);
         (rounds > 0).then(|| PairPlan {
             rounds,
             wg: (PAIR_GROUP_ENTRIES / n).clamp(1, self.nwin as usize) as u32,
@@ -288,14 +291,17 @@ mod tests {
             eprintln!("skipped: CUZK_GPU_MSM_PAIR or CUZK_GPU_MSM_C is set");
             return;
         }
-        // G2 and sparse MSMs keep the plain accumulation.
-        assert_eq!(Shape::new(1 << 24).pair_plan(Group::G2, 1 << 24), None);
-        assert_eq!(Shape::new(300).pair_plan(Group::G1, 300), None);
-        assert_eq!(Shape::new(1 << 20).pair_plan(Group::G1, 1 << 20), None);
-        // Dense 2^24 H (c = 20, 32 points per bucket): 2 rounds, windows two at a time.
+        // Off by default at every size.
+        for n in [300usize, 1 << 20, 1 << 24] {
+            assert_eq!(Shape::new(n).pair_plan(Group::G1, n), None);
+        }
+        // When asked for: never for G2 or sparse MSMs.
         let s = Shape::new(1 << 24);
+        assert_eq!(s.pair_plan_with(Group::G2, 1 << 24, 2), None);
+        assert_eq!(Shape::new(300).pair_plan_with(Group::G1, 300, 2), None);
+        // Dense 2^24 H (c = 20, 32 points per bucket): 2 rounds, windows two at a time.
         assert_eq!(
-            s.pair_plan(Group::G1, 1 << 24),
+            s.pair_plan_with(Group::G1, 1 << 24, 2),
             Some(PairPlan { rounds: 2, wg: 2 })
         );
         // Each round's bound holds the real halved length of any bucket split: bucket
@@ -319,7 +325,9 @@ mod tests {
         }
         for n in [1usize << 21, 1 << 22, 1 << 24, 1 << 27] {
             let s = Shape::new(n);
-            let plan = s.pair_plan(Group::G1, n).expect("dense enough for pairs");
+            let plan = s
+                .pair_plan_with(Group::G1, n, 2)
+                .expect("dense enough for pairs");
             assert!(
                 plan.rounds >= 1 && plan.wg >= 1 && plan.wg <= s.nwin,
                 "n={n}"
