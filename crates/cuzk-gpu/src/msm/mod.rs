@@ -83,15 +83,18 @@ impl Group {
     }
 }
 
-/// Window size in bits for n points: the c in 8..=20 that minimises the modelled cost
+/// Window size in bits for n points: among the c in 8..=20 whose top window holds at least
+/// 8 bits (8, 13, 16, 19, 20), the one that minimises the modelled cost
 /// ceil(256 / c) · (n + 3 · 2^(c−1)) — per window, n bucket additions plus the running sums
 /// over its 2^(c−1) buckets (about three mixed additions' worth per bucket). That is c = 16
-/// from ~2^12 to ~2^22 points and c = 20 for the dense 2^24+ H query (13 windows instead of
-/// 16). Any c works: with ceil(256 / c) windows the top one holds only 256 mod c bits of a
-/// 255-bit scalar, so its few buckets take many points each, which the load-balanced
-/// accumulation spreads over threads (one thread per bucket serialized them: 670 ms instead
-/// of ~2 ms at 2^16 points with c = 11, docs/benchmarks.md). `CUZK_GPU_MSM_C` (8..=20)
-/// forces one c for every MSM, to benchmark window sizes.
+/// from ~2^18.5 to ~2^22 points, 19 to ~2^23.2 and 20 for the dense 2^24+ H query (13
+/// windows instead of 16). With ceil(256 / c) windows the top one holds only 256 − c ·
+/// (windows − 1) bits of a 255-bit scalar (plus the signed digits' carry): 1 bit for c = 17,
+/// 4 for c = 18, so a few buckets take most points. The load-balanced accumulation spreads
+/// them over threads, but the fixup then adds one such bucket's thread partials serially:
+/// on an H200 a 2^22 MSM took 200 ms with c = 17 and 106 ms with c = 18 against 52 ms with
+/// c = 16 (docs/benchmarks.md, "Window widths"), so those widths are never chosen.
+/// `CUZK_GPU_MSM_C` (8..=20) forces any c for every MSM, to benchmark window sizes.
 pub fn window_bits(n: usize) -> u32 {
     static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let forced = *FORCED.get_or_init(|| {
@@ -102,9 +105,15 @@ pub fn window_bits(n: usize) -> u32 {
     });
     forced.unwrap_or_else(|| {
         (8u32..=20)
+            .filter(|&c| top_window_bits(c) >= 8)
             .min_by_key(|&c| 256u64.div_ceil(c as u64) * (n as u64 + (3u64 << (c - 1))))
             .unwrap_or(16)
     })
+}
+
+/// Bits of a 256-bit scalar left for the top window of c-bit windows.
+fn top_window_bits(c: u32) -> u32 {
+    256 - c * (256u32.div_ceil(c) - 1)
 }
 
 /// Accumulation threads aimed for: a few waves of the ~50k G1 threads an H200 holds at once.
@@ -568,6 +577,18 @@ mod tests {
         assert_eq!(window_bits(419_915), 16);
         assert_eq!(window_bits(1 << 24), 20);
         assert!((8..=20).contains(&window_bits(usize::MAX >> 8)));
+        // Never a width whose top window is a few bits (c = 17: one bit), at any size.
+        assert_eq!(top_window_bits(17), 1);
+        assert_eq!(top_window_bits(16), 16);
+        for lg in 0..40 {
+            for n in [1usize << lg, (1usize << lg) * 3 / 2] {
+                let c = window_bits(n);
+                assert!([8, 13, 16, 19, 20].contains(&c), "n={n}: c={c}");
+            }
+        }
+        // Where c = 18 used to win the model (~2^22.1 points): 16 now; 19 above ~2^22.3.
+        assert_eq!(window_bits(4_500_000), 16);
+        assert_eq!(window_bits(7_000_000), 19);
     }
 
     #[test]
