@@ -360,12 +360,12 @@ impl RecordingCs {
         let (n_in, n_aux) = (self.cs.n_inputs(), self.cs.n_aux());
         let mut entries: Vec<(u32, u32)> = Vec::new();
         for (&i, coeff) in lc.iter_inputs() {
-            if i < n_in && !bool::from(coeff.is_zero()) {
+            if i < n_in && *coeff != Scalar::ZERO {
                 entries.push((i as u32 | INPUT, self.coeff_id(coeff)));
             }
         }
         for (&i, coeff) in lc.iter_aux() {
-            if i < n_aux && !bool::from(coeff.is_zero()) {
+            if i < n_aux && *coeff != Scalar::ZERO {
                 entries.push((i as u32, self.coeff_id(coeff)));
             }
         }

@@ -63,7 +63,7 @@ impl ScalarSplit {
                 let mut part = ScalarSplit::default();
                 for (j, s) in chunk.iter().enumerate() {
                     let k = ci * PAR_CHUNK + j;
-                    if bool::from(s.is_zero()) {
+                    if **s == Scalar::ZERO {
                         continue;
                     } else if **s == Scalar::ONE {
                         part.ones.push(k);
