@@ -23,8 +23,9 @@
 #           shapes of part a again, and 2^24 with --bit-fraction 0.
 #   part g: window widths once more with the faster additions: resident G1 MSMs at 2^22 and
 #           2^24 with every c from 16 to 20 forced (CUZK_GPU_MSM_C).
-#   part h: window widths limited to top windows of at least 8 bits: MSM checks, and G1 MSMs
-#           at 2^14, 2^16, 2^18 with the new choice against the old one forced.
+#   part h: window widths limited to top windows of at least 8 bits: MSM checks (also with
+#           3 pair rounds forced), and G1 MSMs at 2^14, 2^16, 2^18 with the new choice
+#           against the old one forced.
 # Usage: bash bench/h200-s11.sh a|b|c|d|e|f|g|h   (each fits one 600 s device call)
 set -u -o pipefail
 OUT=${OUT:-/tmp/cuzk-out}
@@ -126,6 +127,8 @@ g)
   ;;
 h)
   t msm checks; timeout 60 .carry/gpu_bench msm g1 --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  t "msm checks, 3 pair rounds forced (pair.cu through fmul/fsqr since the review commit)"
+  CUZK_GPU_MSM_PAIR=3 timeout 60 .carry/gpu_bench msm g1 --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
   t "msm g1 resident, new widths"
   timeout 60 .carry/gpu_bench msm g1 --resident --runs 5 --seed 5 14 16 18 2>&1 | grep '^{' | cut -c1-300
   for lc in "14 10" "16 12" "18 14"; do

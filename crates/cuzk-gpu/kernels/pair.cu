@@ -125,7 +125,7 @@ extern "C" __global__ void pair_forward_g1(const g1_affine_t* bases, const u32* 
             bool has_q;
             pair_at(in_starts, out_starts, b, o, i, has_q);
             pre[(u64)k * threads + t] = acc;
-            acc = fp_mul_ool(acc, denominator(src, i, has_q));
+            acc = fmul(acc, denominator(src, i, has_q));
         }
     }
     tot[t] = acc;
@@ -274,18 +274,18 @@ extern "C" __global__ void __launch_bounds__(128, 4)
         const pair_kind kind = kind_of(p, q, has_q, d);
         g1_affine_t r;
         if (kind == ADD_PQ || kind == DOUBLE_P) {
-            const fp_t dinv = fp_mul_ool(inv, pre[(u64)k * threads + t]);
-            inv = fp_mul_ool(inv, d);
+            const fp_t dinv = fmul(inv, pre[(u64)k * threads + t]);
+            inv = fmul(inv, d);
             fp_t lambda;
             if (kind == ADD_PQ) {
-                lambda = fp_mul_ool(q.y - p.y, dinv);
+                lambda = fmul(q.y - p.y, dinv);
             } else {
-                const fp_t xx = fp_mul_ool(p.x, p.x);
-                lambda = fp_mul_ool(xx.dbl() + xx, dinv);
+                const fp_t xx = fsqr(p.x);
+                lambda = fmul(xx.dbl() + xx, dinv);
             }
             // x_q = x_p when doubling.
-            r.x = fp_mul_ool(lambda, lambda) - p.x - q.x;
-            r.y = fp_mul_ool(lambda, p.x - r.x) - p.y;
+            r.x = fsqr(lambda) - p.x - q.x;
+            r.y = fmul(lambda, p.x - r.x) - p.y;
         } else if (kind == COPY_P) {
             r = p;
         } else if (kind == COPY_Q) {

@@ -68,10 +68,7 @@ impl ShapeArgs {
 
     /// Whether any flag is set.
     pub fn is_set(&self) -> bool {
-        self.a_density.is_some()
-            || self.b_density.is_some()
-            || self.bit_fraction.is_some()
-            || self.inputs.is_some()
+        !self.to_args().is_empty()
     }
 
     /// The flags that are set, as command-line arguments (to hand the same circuit to
