@@ -9,12 +9,13 @@
 #pragma once
 #include "field.cuh"
 
-// Products in the point formulas go through fmul/fsqr. For Fp they call the one
-// out-of-line product (fp_mul_ool): a mixed addition with its ten products inlined is
-// ~12,000 instructions (~190 KB of code), more than the SM's instruction caches hold, and
-// an H200 profile of the bucket accumulation showed warps waiting on instruction fetch;
-// with the products out of line the hot loop is one ~1,200-instruction product plus glue,
-// and the 2^24 accumulation went from 210 to 149 ms. Fp2 products already call it.
+// Products in the point formulas go through fmul/fsqr. For Fp they call the out-of-line
+// product and square (fp_mul_ool, fp_sqr_ool, on the FP64 pipe: field.cuh): a mixed
+// addition with its ten products inlined is ~12,000 instructions (~190 KB of code), more
+// than the SM's instruction caches hold, and an H200 profile of the bucket accumulation
+// showed warps waiting on instruction fetch; with the products out of line the hot loop is
+// one product plus glue, and the 2^24 accumulation went from 210 to 149 ms. Fp2 products
+// call fp_mul_ool too.
 template <class F>
 __device__ __forceinline__ F fmul(const F& a, const F& b) {
     if constexpr (sizeof(F) == sizeof(fp_t))
@@ -25,7 +26,7 @@ __device__ __forceinline__ F fmul(const F& a, const F& b) {
 template <class F>
 __device__ __forceinline__ F fsqr(const F& a) {
     if constexpr (sizeof(F) == sizeof(fp_t))
-        return fp_mul_ool(a, a);
+        return fp_sqr_ool(a);
     else
         return a.sqr();
 }

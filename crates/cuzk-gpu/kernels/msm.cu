@@ -288,7 +288,13 @@ __device__ __forceinline__ void to_jacobian(const xyzz_t<F>* in, jacobian_t<F>* 
     out[i] = in[i].to_jacobian();
 }
 
-extern "C" __global__ void msm_accumulate_g1(const g1_affine_t* bases, const u32* base_idx,
+// Blocks per SM the G1 accumulation asks ptxas to fit (registers then capped at 65536 /
+// (128 * n)); 1: no cap (the FP64 product leaves the kernel at ~250 registers). Set by
+// CUZK_NVRTC_OPTS=-DACC_G1_MIN_BLOCKS=n for benchmarking.
+#ifndef ACC_G1_MIN_BLOCKS
+#define ACC_G1_MIN_BLOCKS 1
+#endif
+extern "C" __global__ void __launch_bounds__(128, ACC_G1_MIN_BLOCKS) msm_accumulate_g1(const g1_affine_t* bases, const u32* base_idx,
                                              const u32* sorted, const u32* starts, u32 m,
                                              u32 K, g1_xyzz_t* buckets, g1_xyzz_t* first,
                                              g1_xyzz_t* last) {

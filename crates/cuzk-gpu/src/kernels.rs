@@ -70,14 +70,27 @@ impl KernelId {
 }
 
 /// Headers the modules include, by name.
-const HEADERS: [(&str, &str); 3] = [
+const HEADERS: [(&str, &str); 4] = [
     ("field.cuh", include_str!("../kernels/field.cuh")),
+    ("fp_dfma.cuh", include_str!("../kernels/fp_dfma.cuh")),
     ("ec.cuh", include_str!("../kernels/ec.cuh")),
     ("digits.cuh", include_str!("../kernels/digits.cuh")),
 ];
 
 /// NVRTC options besides the architecture.
 const OPTIONS: [&str; 2] = ["-std=c++17", "-default-device"];
+
+/// Extra NVRTC options from `CUZK_NVRTC_OPTS` (whitespace-separated, e.g.
+/// `-DACC_G1_MIN_BLOCKS=3`), for benchmarking kernel variants only; they are part of the
+/// cache key, so each set gets its own CUBINs.
+fn extra_options() -> &'static [String] {
+    static EXTRA: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    EXTRA.get_or_init(|| {
+        std::env::var("CUZK_NVRTC_OPTS")
+            .map(|v| v.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default()
+    })
+}
 
 /// Whether libnvrtc can be loaded.
 ///
@@ -122,7 +135,11 @@ pub fn compile_cubin(id: KernelId, arch: &str) -> Result<Vec<u8>> {
     let hdr_name_p: Vec<*const std::ffi::c_char> = hdr_name.iter().map(|c| c.as_ptr()).collect();
     let mut opts: Vec<CString> =
         vec![CString::new(format!("-arch={arch}")).map_err(|e| err(e.to_string()))?];
-    for o in OPTIONS {
+    for o in OPTIONS
+        .iter()
+        .copied()
+        .chain(extra_options().iter().map(String::as_str))
+    {
         opts.push(CString::new(o).map_err(|e| err(e.to_string()))?);
     }
     let opts_p: Vec<*const std::ffi::c_char> = opts.iter().map(|c| c.as_ptr()).collect();
@@ -192,7 +209,11 @@ pub fn cache_key(id: KernelId, arch: &str) -> String {
         h.update(n);
         h.update(s);
     }
-    for o in OPTIONS {
+    for o in OPTIONS
+        .iter()
+        .copied()
+        .chain(extra_options().iter().map(String::as_str))
+    {
         h.update(o);
     }
     h.update(arch);
