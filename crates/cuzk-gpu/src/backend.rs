@@ -1,7 +1,8 @@
 //! [`GpuBackend`]: cuzk-groth16's `Backend` on one device (issue #4). Per compute call:
 //! host preparation (a, b, c and the density-compacted scalar vectors written straight into
-//! the worker's pinned staging) and the upload into the worker's own device slot run first,
-//! on the copy stream and outside the device's fair [`ComputeToken`]; the token is held
+//! the worker's pinned staging, batch by batch) and the upload into the worker's own device
+//! slot (each batch copied on the copy stream while the next is written) run first,
+//! outside the device's fair [`ComputeToken`]; the token is held
 //! only from the first kernel to the last result download: seven NTTs and the quotient
 //! kernel for H, then the five query sums (classification, batch addition of the ones,
 //! Pippenger over the others; B in G2 too). With two workers per device one worker's
@@ -28,7 +29,7 @@ use crate::kernels::KernelId;
 use crate::layout::{as_bytes, scalar_words, FR_BYTES, G2_AFFINE_BYTES};
 use crate::ntt::{Direction, NttOptions, NttPlan, Order};
 use crate::pinned::{PinnedBuf, PinnedPool};
-use crate::prepare::{fill_staging, shape_of_srs, validate};
+use crate::prepare::{fill_batched, shape_of_srs, staging_pieces, validate, UPLOAD_BATCH};
 use crate::residency::{fingerprint, resident_size, Query, ResidentSet, ResidentSrs};
 use crate::slots::{Slot, SlotPool, SlotShape, SlotVec};
 use crate::sums::{sum_resident, sum_scratch_bytes, sum_streamed, GroupOps, StreamBufs};
@@ -331,7 +332,7 @@ impl GpuBackend {
         let shape = validate(asg, srs)?;
         self.fault_at("prepare")?;
         let mut slot = self.slots.take(dev, &self.pinned, &shape)?;
-        fill_staging(&mut slot, &shape, asg)?;
+        let pieces = staging_pieces(&shape, asg);
         report.push("prepare", t.elapsed());
 
         *stage = "srs";
@@ -339,21 +340,39 @@ impl GpuBackend {
         let resident = self.resident_for(srs, &shape)?;
         report.push("srs", t.elapsed());
 
+        // The staging is filled batch by batch, each batch's copy enqueued on the copy
+        // stream as soon as it is written: "fill" is the host time of filling (the copies
+        // run meanwhile), "upload" the wait for the last copy after it, with the device
+        // time from the first copy's start to the last one's end.
         *stage = "upload";
         self.fault_at("upload")?;
         let t = Instant::now();
         let (e0, e1) = (dev.timing_event()?, dev.timing_event()?);
         dev.record_on_copy(&e0)?;
-        {
-            let used = slot.used_region(&shape)?;
-            let src = &slot.staging()?[..shape.bytes()];
-            // SAFETY: the staging is not written before e1 is waited on right below; the
-            // slot's device buffers are ours alone (no queued kernel uses them: the last
-            // user's final download, or its error path, synchronized the compute stream).
-            unsafe { dev.upload_on_copy(&used, src)? };
-        }
-        dev.record_on_copy(&e1)?;
-        dev.wait_event(&e1)?;
+        let filled = {
+            let (used, staging) = slot.upload_parts(&shape)?;
+            fill_batched(
+                staging,
+                shape.bytes(),
+                &pieces,
+                UPLOAD_BATCH,
+                |bytes, off| {
+                    let dst = used.slice(off, bytes.len())?;
+                    // SAFETY: the batch's staging bytes are not written again before e1 is
+                    // waited on right below (later batches are disjoint from it), also when a
+                    // later batch fails; the slot's device buffers are ours alone (no queued
+                    // kernel uses them: the last user's final download, or its error path,
+                    // synchronized the compute stream).
+                    unsafe { dev.upload_on_copy(&dst, bytes) }
+                },
+            )
+        };
+        report.push("fill", t.elapsed());
+        let t = Instant::now();
+        // Whatever happened, the copies enqueued so far finish before the staging is reused.
+        let waited = dev.record_on_copy(&e1).and_then(|()| dev.wait_event(&e1));
+        filled?;
+        waited?;
         report.push_device("upload", t.elapsed(), dev.elapsed(&e0, &e1)?);
 
         *stage = "token_wait";

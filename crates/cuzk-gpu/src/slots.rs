@@ -103,28 +103,14 @@ impl Slot {
         self.arena.region(off, bytes)
     }
 
-    /// The whole device range `shape` uses.
+    /// The whole device range `shape` uses and the pinned staging, together (the staging
+    /// is filled while earlier parts of it are copied into that range).
     ///
     /// # Errors
-    /// As [`Slot::region`].
-    pub fn used_region(&self, shape: &SlotShape) -> Result<DevRegion<'_>> {
-        self.arena.region(0, shape.bytes())
-    }
-
-    /// The pinned staging bytes.
-    ///
-    /// # Errors
-    /// Driver errors.
-    pub fn staging_mut(&mut self) -> Result<&mut [u8]> {
-        self.staging.as_mut_slice()
-    }
-
-    /// The pinned staging bytes, read-only.
-    ///
-    /// # Errors
-    /// Driver errors.
-    pub fn staging(&self) -> Result<&[u8]> {
-        self.staging.as_slice()
+    /// As [`Slot::region`]; driver errors.
+    pub fn upload_parts(&mut self, shape: &SlotShape) -> Result<(DevRegion<'_>, &mut [u8])> {
+        let region = self.arena.region(0, shape.bytes())?;
+        Ok((region, self.staging.as_mut_slice()?))
     }
 }
 
