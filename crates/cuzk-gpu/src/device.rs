@@ -411,6 +411,12 @@ impl Device {
             || "bind context".into(),
             self.ctx.bind_to_thread(),
         )?;
+        // Wait for the queued kernels first and copy from an idle stream. A copy into
+        // pageable memory enqueued behind running kernels waits inside the driver, and
+        // while it did, another worker's calls on this context (its uploads) stalled too:
+        // on an H200 a second worker's 51 ms upload took ~240 ms of wall time, the first
+        // worker's whole kernel section (docs/benchmarks.md, "Batched fill and upload").
+        self.sync_compute()?;
         // SAFETY: src.ptr() is a live device allocation of at least dst.len() bytes; dst
         // stays borrowed until the synchronize below.
         let r = unsafe {
