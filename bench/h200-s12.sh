@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Session of 2026-11-30 17:00 UTC on an H200 (docs/benchmarks.md):
+#   part a: checks of the commits since the last device run (window widths with top windows
+#           of at least 8 bits, pair.cu through fmul/fsqr), of the Fp product and square on
+#           the FP64 pipe and of the batched fill/upload: GPU tests, MSM checks in G1 and G2
+#           (G1 also with 3 pair rounds forced), G1 and G2 MSMs, the G1 accumulation capped
+#           at 168 registers, G1 MSMs at 2^14, 2^16, 2^18 with the new widths against the
+#           old ones forced, the backend at 2^20/2^22/2^24 with the 2^24 two-worker overlap.
+#   part m: the Fp product microbenchmark (bench/fieldmul): variants checked against the
+#           CIOS product on the device, then timed.
+#   part b: the Fp product microbenchmark rebuilt on the crate's fp_dfma.cuh (one
+#           configuration); downloads wait for the compute stream before copying: the
+#           backend at 2^24 with the two-worker overlap, and the head-to-head against
+#           SupraSeal C2 at 2^24, PoRep-like default shape, with the cuzk CPU backend.
+#   part q: the head-to-head at 2^24 on the dense shape (--bit-fraction 0).
+# Usage: bash bench/h200-s12.sh a|m|b|q   (each fits one 600 s device call)
+set -u -o pipefail
+OUT=${OUT:-/tmp/cuzk-out}
+mkdir -p "$OUT"
+export XDG_CACHE_HOME=$PWD/.carry/cache RUST_LOG=${RUST_LOG:-warn}
+LOG=$OUT/part-$1.log
+exec > >(tee "$LOG") 2>&1
+t() { echo "== $* [$(date +%T)]"; }
+# SupraSeal baseline behind a wrapper that prints its process CPU time on exit.
+SS=/tmp/supraseal-timed.sh
+printf '#!/usr/bin/env bash\n%s/.carry/cuzk-supraseal-bench "$@"\nrc=$?\necho "supraseal process times (user sys / children):" >&2\ntimes >&2\nexit $rc\n' "$PWD" > $SS
+chmod +x $SS
+h2h() { # timeout, log_n, then flags
+  local to=$1 lg=$2; shift 2
+  t "bench prove $lg ${*}"
+  local s=$(date +%s)
+  timeout $to .carry/cuzk bench prove --backend gpu --log-n $lg --reps 2 \
+    --seed 1668643435 --params-dir /tmp/cuzk-params --supraseal-bin $SS "$@" 2>&1 \
+    | grep -E '^\{|supraseal process|^[0-9]+m|generated' | cut -c1-2000
+  echo "wall $(( $(date +%s) - s )) s"
+}
+case $1 in
+a)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  for g in g1 g2; do
+    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  done
+  t "msm checks g1, 3 pair rounds forced"
+  CUZK_GPU_MSM_PAIR=3 timeout 60 .carry/gpu_bench msm g1 --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  t "msm g1 resident 14 16 18 20 22 24, g2 resident 20 22"
+  timeout 60 .carry/gpu_bench msm g1 --resident --runs 5 --seed 5 14 16 18 20 22 24 2>&1 | grep '^{' | cut -c1-300
+  timeout 60 .carry/gpu_bench msm g2 --resident --runs 3 --seed 5 20 22 2>&1 | grep '^{' | cut -c1-300
+  t "msm g1 resident 24 profiled"
+  CUZK_GPU_PROFILE=1 timeout 60 .carry/gpu_bench msm g1 --resident --runs 1 --seed 5 24 2>&1 | grep -E 'profile' | tail -1
+  t "msm g1 resident, accumulation capped at 168 registers (3 blocks per SM)"
+  CUZK_NVRTC_OPTS=-DACC_G1_MIN_BLOCKS=3 timeout 90 .carry/gpu_bench msm g1 --resident --runs 5 --seed 5 20 22 24 2>&1 | grep '^{' | cut -c1-300
+  for lc in "14 10" "16 12" "18 14"; do
+    set -- $lc
+    t "msm g1 resident 2^$1, old width c = $2"
+    CUZK_GPU_MSM_C=$2 timeout 30 .carry/gpu_bench msm g1 --resident --runs 5 --seed 5 $1 2>&1 | grep '^{' | cut -c1-300
+  done
+  t "backend 20 22 24, overlap 20 partitions x 2 workers at 24"
+  timeout 200 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 20 22 24 2>&1 | grep '^{' | cut -c1-1400
+  ;;
+m)
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  t "fieldmul"; timeout 200 .carry/fieldmul --budget 120 2>&1 | tail -80
+  ;;
+b)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t "fieldmul --quick: the crate's fp_dfma.cuh (V3, V5) against the CIOS product"
+  timeout 60 .carry/fieldmul --quick 2>&1 | grep -E '"check"|^V|^var'
+  t "backend 24, overlap 20 partitions x 2 workers (downloads after a stream sync)"
+  timeout 150 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 24 2>&1 | grep '^{' | cut -c1-1400
+  h2h 400 24 --compare supraseal,cpu
+  ;;
+q)
+  h2h 290 24 --compare supraseal --bit-fraction 0
+  ;;
+esac
