@@ -13,7 +13,10 @@
 #           backend at 2^24 with the two-worker overlap, and the head-to-head against
 #           SupraSeal C2 at 2^24, PoRep-like default shape, with the cuzk CPU backend.
 #   part q: the head-to-head at 2^24 on the dense shape (--bit-fraction 0).
-# Usage: bash bench/h200-s12.sh a|m|b|q   (each fits one 600 s device call)
+#   part e: Nsight Compute sections of the G1 accumulation with the FP64 products (2^22),
+#           and the engine over 40 partitions of 2^24 with 14 synthesis workers and 2 GPU
+#           workers (cuzk bench batch).
+# Usage: bash bench/h200-s12.sh a|m|b|q|e   (each fits one 600 s device call)
 set -u -o pipefail
 OUT=${OUT:-/tmp/cuzk-out}
 mkdir -p "$OUT"
@@ -72,5 +75,20 @@ b)
   ;;
 q)
   h2h 290 24 --compare supraseal --bit-fraction 0
+  ;;
+e)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t "ncu: the G1 accumulation with the FP64 products, 2^22"
+  NCU=$(which ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 150 $NCU --clock-control none --section ComputeWorkloadAnalysis --section WarpStateStats \
+    --section Occupancy --section LaunchStats -k regex:msm_accumulate_g1 -c 1 \
+    .carry/gpu_bench msm g1 --resident --runs 1 --seed 5 22 > $OUT/ncu-acc.txt 2>&1
+  echo "ncu rc $?"
+  grep -E "Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc Active|Issued Warp|No Eligible|Stall|Pipe|Duration" $OUT/ncu-acc.txt | head -40
+  t "the engine: 2^24 synthetic partitions through cuzk bench batch, 2 GPU workers"
+  PD=/tmp/cuzk-params; mkdir -p $PD
+  timeout 120 .carry/cuzk gen params --log-n 24 --seed 1668643435 --out $PD/cuzk-synthetic-63757a6b-24.params 2>&1 | tail -1 | cut -c1-300
+  timeout 300 .carry/cuzk bench batch --log-n 24 --partitions 2 --count 20 --concurrency 10 \
+    --param-dir $PD --synthesis-workers 14 --gpu-workers 2 --timeline $OUT/timeline-2e24.svg 2>&1 | grep -E '^\{' | cut -c1-2500
   ;;
 esac
