@@ -16,7 +16,11 @@
 #   part e: Nsight Compute sections of the G1 accumulation with the FP64 products (2^22),
 #           and the engine over 40 partitions of 2^24 with 14 synthesis workers and 2 GPU
 #           workers (cuzk bench batch).
-# Usage: bash bench/h200-s12.sh a|m|b|q|e   (each fits one 600 s device call)
+#   part f: Fr products on the FP64 pipe: GPU tests, NTT checks against the CPU to 2^16, MSM
+#           checks, NTTs at 2^20/2^22/2^24 (and coset 2^24) against the CIOS Fr product
+#           (-DFR_CIOS), the backend at 2^24 with the two-worker overlap, and the
+#           head-to-head against SupraSeal C2 at 2^24 (PoRep-like default shape).
+# Usage: bash bench/h200-s12.sh a|m|b|q|e|f   (each fits one 600 s device call)
 set -u -o pipefail
 OUT=${OUT:-/tmp/cuzk-out}
 mkdir -p "$OUT"
@@ -75,6 +79,24 @@ b)
   ;;
 q)
   h2h 290 24 --compare supraseal --bit-fraction 0
+  ;;
+f)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t "ntt checks to 2^16 against the CPU (Fr products on the FP64 pipe)"
+  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  for g in g1 g2; do
+    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  done
+  for v in fp64 cios; do
+    env=(); [ $v = cios ] && env=(CUZK_NVRTC_OPTS=-DFR_CIOS)
+    t "ntt 20 22 24 and coset 24, Fr products: $v"
+    env "${env[@]}" timeout 60 .carry/gpu_bench ntt --runs 5 --seed 5 20 22 24 2>&1 | grep '^{' | cut -c1-300
+    env "${env[@]}" timeout 60 .carry/gpu_bench ntt --coset --runs 5 --seed 5 24 2>&1 | grep '^{' | cut -c1-300
+  done
+  t "backend 24, overlap 20 partitions x 2 workers"
+  timeout 150 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 24 2>&1 | grep '^{' | cut -c1-1400
+  h2h 250 24 --compare supraseal
   ;;
 e)
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

@@ -11,3 +11,6 @@ trap 'rm -rf "$TMP"' EXIT
 python3 gen_vectors.py "$N" "$SEED" "$TMP/vec.bin"
 g++ -std=c++17 -O2 -mfma -frounding-math -Wall -Wno-unknown-pragmas -o "$TMP/test_host" test_host.cpp
 "$TMP/test_host" "$TMP/vec.bin"
+# The Fr product (fp_dfma::fr_mul) against a 64-bit-limb reference Montgomery product.
+g++ -std=c++17 -O2 -mfma -frounding-math -Wall -Wno-unknown-pragmas -o "$TMP/test_fr_host" test_fr_host.cpp
+"$TMP/test_fr_host" "$N" "$SEED"

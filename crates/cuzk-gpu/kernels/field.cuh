@@ -6,8 +6,10 @@
 // reduced into [0, m). This is bit-for-bit blst's layout (blst_fp = 6 x u64, blst_fr =
 // 4 x u64, both Montgomery, little-endian), so blstrs values go to the device unchanged.
 //
-// Multiplication is CIOS (Koc, Acar, Kaliski, "Analyzing and comparing Montgomery
-// multiplication algorithms", IEEE Micro 1996, section 3) with PTX carry chains: per row
+// Fr products, and the Fp products of the point formulas (fp_mul_ool, fp_sqr_ool below), run
+// on the FP64 pipe (fp_dfma.cuh). The inline Fp product is CIOS (Koc, Acar, Kaliski,
+// "Analyzing and comparing Montgomery multiplication algorithms", IEEE Micro 1996,
+// section 3) with PTX carry chains: per row
 // one pass of mad.lo.cc/madc.lo.cc and one of mad.hi.cc/madc.hi.cc for a*b[i], and the same
 // for m*p. That is 4N^2 + N 32-bit multiply(-add) instructions per product: 588 for Fp,
 // 264 for Fr (the count `cuzk bench` uses for its fraction of the multiply ceiling).
@@ -16,6 +18,8 @@
 // of t + m*p is always zero and unused, yet its mad.lo.cc produces the carry the chain
 // needs; without volatile NVVM dropped it and every product was wrong).
 #pragma once
+
+#include "fp_dfma.cuh"
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -137,6 +141,21 @@ struct mont_t {
     __device__ __forceinline__ mont_t dbl() const { return *this + *this; }
 
     __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
+#ifndef FR_CIOS
+        // Fr products run on the FP64 pipe (fp_dfma.cuh); -DFR_CIOS (CUZK_NVRTC_OPTS)
+        // restores the CIOS product below for comparison.
+        if constexpr (N == 8) {
+            mont_t r;
+            fp_dfma::fr_mul(r.v, a.v, b.v);
+            reduce_once(r.v);
+            return r;
+        }
+#endif
+        return cios(a, b);
+    }
+
+    // CIOS: Fp's inline products (the point formulas use fp_mul_ool) and, with FR_CIOS, Fr's.
+    __device__ __forceinline__ static mont_t cios(const mont_t& a, const mont_t& b) {
         u32 t[N + 2];
 #pragma unroll
         for (int j = 0; j < N + 2; j++) t[j] = 0;
@@ -202,8 +221,6 @@ struct mont_t {
 
 typedef mont_t<FpParams> fp_t;
 typedef mont_t<FrParams> fr_t;
-
-#include "fp_dfma.cuh"
 
 // The Fp product and square every point formula calls (ec.cuh's fmul/fsqr, Fp2 below), out
 // of line: G2 formulas inline ~40 Fp products per point addition, and fully inlining them

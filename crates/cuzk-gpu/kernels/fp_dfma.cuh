@@ -35,6 +35,8 @@
 // M = sum m_k 2^(48 k) < R, the result (a b + M p) / R < (p^2 + R p) / R < 2p < 2^382, so the
 // carry out of column 15 is zero.
 //
+// The Fr product at the end uses the same limb products with a 16-bit last reduction step.
+//
 // Included by field.cuh for the device. bench/fieldmul's host test includes it with
 // FP_DFMA_HOST defined (fma() under fesetround(FE_TOWARDZERO)) to check it against Python
 // integers.
@@ -136,22 +138,39 @@ struct Column {
         nh++;
     }
 
-    // Ends column k: the reduction quotient m[k] (k < 8) or result limb q[k - 8], then the
-    // carry into column k + 1.
-    FP_DFMA_FN void end(int k, double m[8], u64 q[8]) {
+    // Takes the exponent bits of this column's L patterns off: s is then the true sum.
+    FP_DFMA_FN void settle() {
         s -= (u64)nl * LO_BITS;
         nl = 0;
-        if (k < 8) {
-            m[k] = to_double((s * PINV48) & MASK48);
-            product(m[k], p48(0));
-            s -= LO_BITS;
-            nl = 0;
-        } else {
-            q[k - 8] = s & MASK48;
-        }
+    }
+
+    // Adds the reduction quotient's low term m p_0, which makes s divisible by the quotient's
+    // radix; returns the quotient as a double. `pinv` is -p^-1 modulo 2^48, `mask` selects
+    // the bits of this step (2^48 - 1, or fewer for a last partial step).
+    FP_DFMA_FN double quotient(u64 pinv, u64 mask, double p0) {
+        settle();
+        const double m = to_double((s * pinv) & mask);
+        product(m, p0);
+        settle();
+        return m;
+    }
+
+    // Moves to the next column: the carry plus the H patterns of this one.
+    FP_DFMA_FN void next() {
         s = (s >> 48) + (sn - (u64)nh * HI_BITS);
         sn = 0;
         nh = 0;
+    }
+
+    // Ends column k of an Fp product: the quotient m[k] (k < 8) or result limb q[k - 8].
+    FP_DFMA_FN void end(int k, double m[8], u64 q[8]) {
+        if (k < 8) {
+            m[k] = quotient(PINV48, MASK48, p48(0));
+        } else {
+            settle();
+            q[k - 8] = s & MASK48;
+        }
+        next();
     }
 };
 
@@ -206,6 +225,69 @@ FP_DFMA_FN void sqr(u32 r[12], const u32 a[12]) {
         c.end(k, m, q);
     }
     join(r, q);
+}
+
+// ---------------------------------------------------------------------------------------
+// Fr (the scalar field, r < 2^255, 8 x 32-bit limbs, R = 2^256) with the same limb
+// products. 256 is not a multiple of 48: the operands are 5 limbs of 48 bits and one of
+// 16, and the reduction takes 5 quotient steps of 48 bits and a last one of 16 bits
+// (m_5 = S_5 (-r^-1) mod 2^16 clears the low 16 bits of column 5), so that
+// M = sum m_i 2^(48 i) < 2^256 = R and the result, (a b + M r) / 2^256 < 2r, is columns
+// 5..11 shifted right by 16 bits. 36 + 36 limb products against CIOS's 8 x 8 x 2 32-bit
+// multiply-adds; columns take at most 12 L and 12 H terms below 2^48: no overflow.
+// ---------------------------------------------------------------------------------------
+
+constexpr u64 RINV48 = 0xfffeffffffffull;  // -r^-1 mod 2^48
+
+// r in radix 2^48 (the top limb holds 15 bits).
+FP_DFMA_FN double r48(int i) {
+    constexpr u64 R[6] = {0xffff00000001ull, 0xfffe5bfeffffull, 0xd80553bda402ull,
+                          0x3339d80809a1ull, 0xa753299d7d48ull, 0x73edull};
+    return (double)R[i];
+}
+
+// r = a b / 2^256 mod r, in [0, 2r); 8 x 32-bit limbs in and out.
+FP_DFMA_FN void fr_mul(u32 out[8], const u32 a[8], const u32 b[8]) {
+    double x[6], y[6], m[6];
+    u64 q[7];
+    x[0] = to_double((u64)a[0] | (u64)(a[1] & 0xffffu) << 32);
+    x[1] = to_double((u64)(a[1] >> 16) | (u64)a[2] << 16);
+    x[2] = to_double((u64)a[3] | (u64)(a[4] & 0xffffu) << 32);
+    x[3] = to_double((u64)(a[4] >> 16) | (u64)a[5] << 16);
+    x[4] = to_double((u64)a[6] | (u64)(a[7] & 0xffffu) << 32);
+    x[5] = to_double((u64)(a[7] >> 16));
+    y[0] = to_double((u64)b[0] | (u64)(b[1] & 0xffffu) << 32);
+    y[1] = to_double((u64)(b[1] >> 16) | (u64)b[2] << 16);
+    y[2] = to_double((u64)b[3] | (u64)(b[4] & 0xffffu) << 32);
+    y[3] = to_double((u64)(b[4] >> 16) | (u64)b[5] << 16);
+    y[4] = to_double((u64)b[6] | (u64)(b[7] & 0xffffu) << 32);
+    y[5] = to_double((u64)(b[7] >> 16));
+    Column c = {0, 0, 0, 0};
+#pragma unroll
+    for (int k = 0; k < 12; k++) {
+#pragma unroll
+        for (int i = 0; i < 6; i++) {
+            const int j = k - i;
+            if (j >= 0 && j < 6) c.product(x[i], y[j]);
+        }
+#pragma unroll
+        for (int i = 0; i < 6; i++) {
+            const int j = k - i;
+            if (i < k && j >= 0 && j < 6) c.product(m[i], r48(j));
+        }
+        if (k < 6) m[k] = c.quotient(RINV48, k < 5 ? MASK48 : 0xffffull, r48(0));
+        else c.settle();
+        if (k >= 5) q[k - 5] = c.s & MASK48;
+        c.next();
+    }
+    // out = (sum q_t 2^(48 t)) >> 16: word w is bits [16 + 32 w, 48 + 32 w).
+#pragma unroll
+    for (int w = 0; w < 8; w++) {
+        const int b0 = 16 + 32 * w, t = b0 / 48, off = b0 % 48;
+        u64 v = q[t] >> off;
+        if (off > 16) v |= q[t + 1] << (48 - off);
+        out[w] = (u32)v;
+    }
 }
 
 }  // namespace fp_dfma
