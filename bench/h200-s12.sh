@@ -20,7 +20,8 @@
 #           checks, NTTs at 2^20/2^22/2^24 (and coset 2^24) against the CIOS Fr product
 #           (-DFR_CIOS), the backend at 2^24 with the two-worker overlap, and the
 #           head-to-head against SupraSeal C2 at 2^24 (PoRep-like default shape).
-# Usage: bash bench/h200-s12.sh a|m|b|q|e|f   (each fits one 600 s device call)
+#   part g: the final kernels (the Fr operand split as a loop): GPU tests, NTT and MSM checks.
+# Usage: bash bench/h200-s12.sh a|m|b|q|e|f|g   (each fits one 600 s device call)
 set -u -o pipefail
 OUT=${OUT:-/tmp/cuzk-out}
 mkdir -p "$OUT"
@@ -97,6 +98,16 @@ f)
   t "backend 24, overlap 20 partitions x 2 workers"
   timeout 150 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 24 2>&1 | grep '^{' | cut -c1-1400
   h2h 250 24 --compare supraseal
+  ;;
+g)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t "ntt checks to 2^16 against the CPU"
+  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  for g in g1 g2; do
+    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  done
+  t "ntt 20 24"; timeout 60 .carry/gpu_bench ntt --runs 5 --seed 5 20 24 2>&1 | grep '^{' | cut -c1-300
   ;;
 e)
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

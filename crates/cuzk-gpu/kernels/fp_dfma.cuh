@@ -246,22 +246,22 @@ FP_DFMA_FN double r48(int i) {
     return (double)R[i];
 }
 
+// 8 x 32-bit limbs -> 5 limbs of 48 bits and one of 16, as doubles.
+FP_DFMA_FN void split_fr(double d[6], const u32 a[8]) {
+#pragma unroll
+    for (int u = 0; u < 3; u++) {
+        const u32 hi = u < 2 ? a[3 * u + 2] : 0u;
+        d[2 * u] = to_double((u64)a[3 * u] | (u64)(a[3 * u + 1] & 0xffffu) << 32);
+        d[2 * u + 1] = to_double((u64)(a[3 * u + 1] >> 16) | (u64)hi << 16);
+    }
+}
+
 // r = a b / 2^256 mod r, in [0, 2r); 8 x 32-bit limbs in and out.
 FP_DFMA_FN void fr_mul(u32 out[8], const u32 a[8], const u32 b[8]) {
     double x[6], y[6], m[6];
     u64 q[7];
-    x[0] = to_double((u64)a[0] | (u64)(a[1] & 0xffffu) << 32);
-    x[1] = to_double((u64)(a[1] >> 16) | (u64)a[2] << 16);
-    x[2] = to_double((u64)a[3] | (u64)(a[4] & 0xffffu) << 32);
-    x[3] = to_double((u64)(a[4] >> 16) | (u64)a[5] << 16);
-    x[4] = to_double((u64)a[6] | (u64)(a[7] & 0xffffu) << 32);
-    x[5] = to_double((u64)(a[7] >> 16));
-    y[0] = to_double((u64)b[0] | (u64)(b[1] & 0xffffu) << 32);
-    y[1] = to_double((u64)(b[1] >> 16) | (u64)b[2] << 16);
-    y[2] = to_double((u64)b[3] | (u64)(b[4] & 0xffffu) << 32);
-    y[3] = to_double((u64)(b[4] >> 16) | (u64)b[5] << 16);
-    y[4] = to_double((u64)b[6] | (u64)(b[7] & 0xffffu) << 32);
-    y[5] = to_double((u64)(b[7] >> 16));
+    split_fr(x, a);
+    split_fr(y, b);
     Column c = {0, 0, 0, 0};
 #pragma unroll
     for (int k = 0; k < 12; k++) {
