@@ -42,6 +42,16 @@ h2h() { # timeout, log_n, then flags
     | grep -E '^\{|supraseal process|^[0-9]+m|generated' | cut -c1-2000
   echo "wall $(( $(date +%s) - s )) s"
 }
+# GPU tests, NTT checks against the CPU to 2^16, MSM checks in G1 and G2 (parts f, g).
+gpu_checks() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t "ntt checks to 2^16 against the CPU"
+  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  for g in g1 g2; do
+    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  done
+}
 case $1 in
 a)
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -82,13 +92,7 @@ q)
   h2h 290 24 --compare supraseal --bit-fraction 0
   ;;
 f)
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
-  t "ntt checks to 2^16 against the CPU (Fr products on the FP64 pipe)"
-  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
-  for g in g1 g2; do
-    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
-  done
+  gpu_checks
   for v in fp64 cios; do
     env=(); [ $v = cios ] && env=(CUZK_NVRTC_OPTS=-DFR_CIOS)
     t "ntt 20 22 24 and coset 24, Fr products: $v"
@@ -100,13 +104,7 @@ f)
   h2h 250 24 --compare supraseal
   ;;
 g)
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
-  t "ntt checks to 2^16 against the CPU"
-  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
-  for g in g1 g2; do
-    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
-  done
+  gpu_checks
   t "ntt 20 24"; timeout 60 .carry/gpu_bench ntt --runs 5 --seed 5 20 24 2>&1 | grep '^{' | cut -c1-300
   ;;
 e)

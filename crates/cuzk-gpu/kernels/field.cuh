@@ -226,7 +226,7 @@ typedef mont_t<FrParams> fr_t;
 // of line: G2 formulas inline ~40 Fp products per point addition, and fully inlining them
 // made NVRTC/ptxas take minutes per module. Both run on the FP64 pipe (fp_dfma.cuh), which
 // on an H200 gives 1.27x (product) and 1.58x (square) the throughput of the CIOS
-// operator* above; that one stays for Fr and for the few inline Fp products elsewhere.
+// product (mont_t::cios), which stays for the few inline Fp products elsewhere.
 __device__ __noinline__ fp_t fp_mul_ool(const fp_t a, const fp_t b) {
     fp_t r;
     fp_dfma::mul(r.v, a.v, b.v);

@@ -80,16 +80,20 @@ const HEADERS: [(&str, &str); 4] = [
 /// NVRTC options besides the architecture.
 const OPTIONS: [&str; 2] = ["-std=c++17", "-default-device"];
 
-/// Extra NVRTC options from `CUZK_NVRTC_OPTS` (whitespace-separated, e.g.
-/// `-DACC_G1_MIN_BLOCKS=3`), for benchmarking kernel variants only; they are part of the
-/// cache key, so each set gets its own CUBINs.
-fn extra_options() -> &'static [String] {
+/// [`OPTIONS`], then the extra ones from `CUZK_NVRTC_OPTS` (whitespace-separated, e.g.
+/// `-DACC_G1_MIN_BLOCKS=3`), for benchmarking kernel variants only: what compilation passes
+/// and what the cache key hashes, so each set gets its own CUBINs.
+fn options() -> impl Iterator<Item = &'static str> {
     static EXTRA: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    EXTRA.get_or_init(|| {
+    let extra = EXTRA.get_or_init(|| {
         std::env::var("CUZK_NVRTC_OPTS")
             .map(|v| v.split_whitespace().map(str::to_string).collect())
             .unwrap_or_default()
-    })
+    });
+    OPTIONS
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
 }
 
 /// Whether libnvrtc can be loaded.
@@ -135,11 +139,7 @@ pub fn compile_cubin(id: KernelId, arch: &str) -> Result<Vec<u8>> {
     let hdr_name_p: Vec<*const std::ffi::c_char> = hdr_name.iter().map(|c| c.as_ptr()).collect();
     let mut opts: Vec<CString> =
         vec![CString::new(format!("-arch={arch}")).map_err(|e| err(e.to_string()))?];
-    for o in OPTIONS
-        .iter()
-        .copied()
-        .chain(extra_options().iter().map(String::as_str))
-    {
+    for o in options() {
         opts.push(CString::new(o).map_err(|e| err(e.to_string()))?);
     }
     let opts_p: Vec<*const std::ffi::c_char> = opts.iter().map(|c| c.as_ptr()).collect();
@@ -209,11 +209,7 @@ pub fn cache_key(id: KernelId, arch: &str) -> String {
         h.update(n);
         h.update(s);
     }
-    for o in OPTIONS
-        .iter()
-        .copied()
-        .chain(extra_options().iter().map(String::as_str))
-    {
+    for o in options() {
         h.update(o);
     }
     h.update(arch);

@@ -121,8 +121,9 @@ impl Piece<'_> {
     }
 }
 
+/// Bit `i` of `d`; bits past its length count as unset.
 fn density_bit(d: &Density, i: usize) -> bool {
-    i < d.len() && d.words()[i / 64] >> (i % 64) & 1 == 1
+    i < d.len() && d.get(i)
 }
 
 /// The pieces writing `parts` (each filtered by its density when given) one after another
