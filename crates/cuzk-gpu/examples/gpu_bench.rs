@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! gpu_bench msm g1|g2 [--resident] [--check] [--runs N] [--seed S] LOG_N...
-//! gpu_bench ntt [--coset] [--check] [--check-max-lg K] [--runs N] [--seed S] LOG_N...
+//! gpu_bench ntt [--coset] [--quotient] [--check] [--check-max-lg K] [--runs N] [--seed S] LOG_N...
 //! gpu_bench backend [--runs N] [--seed S] [--cpu-max-lg K] [--chunk P] LOG_N...
 //!                  [--overlap P [--workers W]]
 //!                              # resident and streamed GPU proves, timed and verified;
@@ -51,7 +51,7 @@ fn run(args: &[String]) -> Result<(), String> {
         return Ok(());
     }
     let mut group = Group::G1;
-    let (mut resident, mut check, mut coset) = (false, false, false);
+    let (mut resident, mut check, mut coset, mut quotient) = (false, false, false, false);
     let (mut runs, mut seed, mut check_max_lg) = (5usize, None, 14u32);
     let (mut cpu_max_lg, mut chunk, mut partitions, mut workers) =
         (16u32, 1usize << 22, 20usize, 2usize);
@@ -70,6 +70,7 @@ fn run(args: &[String]) -> Result<(), String> {
             "--resident" => resident = true,
             "--check" => check = true,
             "--coset" => coset = true,
+            "--quotient" => quotient = true,
             "--runs" => runs = num("--runs")? as usize,
             "--seed" => seed = Some(num("--seed")?),
             "--check-max-lg" => check_max_lg = num("--check-max-lg")? as u32,
@@ -151,6 +152,7 @@ fn run(args: &[String]) -> Result<(), String> {
         "ntt" => run_ntt(&NttBench {
             log_n,
             coset,
+            quotient,
             runs,
             check,
             check_max_lg,

@@ -40,24 +40,44 @@ __device__ __forceinline__ fr_t table_pow(const fr_t* lo, const fr_t* hi, u32 h,
     return load_fr(lo + (e & mask)) * load_fr(hi + (e >> h));
 }
 
-// out[i] = base^i for i < count.
-extern "C" __global__ void ntt_powers(fr_t* out, fr_t base, u32 count) {
+// out[i] = factor * base^i for i < count.
+extern "C" __global__ void ntt_powers(fr_t* out, fr_t base, fr_t factor, u32 count) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
-    store_fr(out + i, base.pow(i));
+    store_fr(out + i, factor * base.pow(i));
+}
+
+// Threads per block of a pass (ntt.rs picks them): 2^(L-1) butterflies per level, 256
+// threads at most, each looping over its butterflies. A pass of L = 10 runs 256 threads of
+// two butterflies each: 512 threads of ~72 registers left one block per SM, and the 2^20
+// transform ran at 1.15x the time it took with the CIOS product.
+
+// The output scaling of a transform's final pass (`mode`):
+//   0  none;
+//   1  every element times `scale`;
+//   2  element of coefficient index i times s_lo[i & (2^h - 1)] * s_hi[i >> h]: the coset
+//      shift g^(+-i) with 1/n folded into s_hi (ntt.rs builds those tables), fused here
+//      instead of a separate pass over memory.
+__device__ __forceinline__ fr_t out_scale(const fr_t& x, u32 mode, const fr_t& scale,
+                                          const fr_t* s_lo, const fr_t* s_hi, u32 h, u64 idx) {
+    if (mode == 1) return x * scale;
+    if (mode == 2) return x * table_pow(s_lo, s_hi, h, idx);
+    return x;
 }
 
 // One pass of the natural -> bit-reversed transform. Block g handles the 2^L elements
-// index = outer * 2^R + v * 2^(R-L) + lo for v < 2^L; blockDim.x = 2^(L-1).
+// index = outer * 2^R + v * 2^(R-L) + lo for v < 2^L; blockDim.x = min(2^(L-1), 256).
 // `inner` holds w_L^j (j < 2^(L-1)); the twist uses the table (lo_t, hi_t, h) of w_k,
-// the 2^k-th root. When `scale_last` is set every output is multiplied by `scale`.
+// the 2^k-th root. On the last pass (R = L) `mode` scales the outputs (out_scale, with
+// index bitrev_k(position): the output is bit-reversed), and a non-null `out` receives
+// each output at out[bitrev_k(position)], i.e. in natural order, out of place.
 extern "C" __global__ void ntt_dif_pass(fr_t* data, u32 k, u32 R, u32 L, const fr_t* inner,
-                                        const fr_t* lo_t, const fr_t* hi_t, u32 h,
-                                        u32 scale_last, fr_t scale) {
+                                        const fr_t* lo_t, const fr_t* hi_t, u32 h, u32 mode,
+                                        fr_t scale, const fr_t* s_lo, const fr_t* s_hi,
+                                        fr_t* out) {
     // uint4 storage: 16-byte shared accesses, conflict-free per quarter warp.
     __shared__ uint4 s_raw[2 << NTT_MAX_LG];
     fr_t* s = reinterpret_cast<fr_t*>(s_raw);
-    const u32 tid = threadIdx.x;
     const u32 half_n = 1u << (L - 1);
     const u64 g = blockIdx.x;
     const u32 lo_bits = R - L;
@@ -66,46 +86,48 @@ extern "C" __global__ void ntt_dif_pass(fr_t* data, u32 k, u32 R, u32 L, const f
     const u64 base = (outer << R) + lo;
     const u64 stride = 1ull << lo_bits;
 
-    store_fr(s + tid, load_fr(data + base + (u64)tid * stride));
-    store_fr(s + tid + half_n, load_fr(data + base + (u64)(tid + half_n) * stride));
+    for (u32 vi = threadIdx.x; vi < 2 * half_n; vi += blockDim.x)
+        store_fr(s + vi, load_fr(data + base + (u64)vi * stride));
     __syncthreads();
 
     for (u32 t = 0; t < L; t++) {
         const u32 hsz = 1u << (L - 1 - t);
-        const u32 m = tid & (hsz - 1);
-        const u32 a = ((tid >> (L - 1 - t)) << (L - t)) + m;
-        const u32 b = a + hsz;
-        fr_t u = load_fr(s + a), v = load_fr(s + b);
-        fr_t w = load_fr(inner + (m << t));
-        store_fr(s + a, u + v);
-        store_fr(s + b, (u - v) * w);
+        for (u32 bi = threadIdx.x; bi < half_n; bi += blockDim.x) {
+            const u32 m = bi & (hsz - 1);
+            const u32 a = ((bi >> (L - 1 - t)) << (L - t)) + m;
+            const u32 b = a + hsz;
+            fr_t u = load_fr(s + a), v = load_fr(s + b);
+            store_fr(s + a, u + v);
+            // The last level's twiddle is w^0 = 1 for every butterfly.
+            store_fr(s + b, hsz == 1 ? u - v : (u - v) * load_fr(inner + (m << t)));
+        }
         __syncthreads();
     }
 
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-        const u32 vi = tid + j * half_n;
+    for (u32 vi = threadIdx.x; vi < 2 * half_n; vi += blockDim.x) {
         fr_t x = load_fr(s + vi);
+        const u64 pos = base + (u64)vi * stride;
         if (lo_bits != 0) {
             const u64 k1 = bitrev(vi, L);
             const u64 e = ((lo * k1) & ((1ull << R) - 1)) << (k - R);
             if (e != 0) x = x * table_pow(lo_t, hi_t, h, e);
         }
-        if (scale_last) x = x * scale;
-        store_fr(data + base + (u64)vi * stride, x);
+        const u64 idx = bitrev((u32)pos, k);
+        x = out_scale(x, mode, scale, s_lo, s_hi, h, idx);
+        store_fr(out ? out + idx : data + pos, x);
     }
 }
 
 // The transpose of `ntt_dif_pass`: twist first, then the L levels in reverse order with
 // butterflies (u, v) -> (u + w v, u - w v). Bit-reversed input, natural output when the
-// passes run in reverse plan order.
+// passes run in reverse plan order; on the last of them (R = k) `mode` scales the outputs
+// with index = position.
 extern "C" __global__ void ntt_dit_pass(fr_t* data, u32 k, u32 R, u32 L, const fr_t* inner,
-                                        const fr_t* lo_t, const fr_t* hi_t, u32 h,
-                                        u32 scale_last, fr_t scale) {
+                                        const fr_t* lo_t, const fr_t* hi_t, u32 h, u32 mode,
+                                        fr_t scale, const fr_t* s_lo, const fr_t* s_hi) {
     // uint4 storage: 16-byte shared accesses, conflict-free per quarter warp.
     __shared__ uint4 s_raw[2 << NTT_MAX_LG];
     fr_t* s = reinterpret_cast<fr_t*>(s_raw);
-    const u32 tid = threadIdx.x;
     const u32 half_n = 1u << (L - 1);
     const u64 g = blockIdx.x;
     const u32 lo_bits = R - L;
@@ -114,9 +136,7 @@ extern "C" __global__ void ntt_dit_pass(fr_t* data, u32 k, u32 R, u32 L, const f
     const u64 base = (outer << R) + lo;
     const u64 stride = 1ull << lo_bits;
 
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-        const u32 vi = tid + j * half_n;
+    for (u32 vi = threadIdx.x; vi < 2 * half_n; vi += blockDim.x) {
         fr_t x = load_fr(data + base + (u64)vi * stride);
         if (lo_bits != 0) {
             const u64 k1 = bitrev(vi, L);
@@ -129,22 +149,23 @@ extern "C" __global__ void ntt_dit_pass(fr_t* data, u32 k, u32 R, u32 L, const f
 
     for (int t = (int)L - 1; t >= 0; t--) {
         const u32 hsz = 1u << (L - 1 - t);
-        const u32 m = tid & (hsz - 1);
-        const u32 a = ((tid >> (L - 1 - t)) << (L - t)) + m;
-        const u32 b = a + hsz;
-        fr_t u = load_fr(s + a);
-        fr_t v = load_fr(s + b) * load_fr(inner + (m << t));
-        store_fr(s + a, u + v);
-        store_fr(s + b, u - v);
+        for (u32 bi = threadIdx.x; bi < half_n; bi += blockDim.x) {
+            const u32 m = bi & (hsz - 1);
+            const u32 a = ((bi >> (L - 1 - t)) << (L - t)) + m;
+            const u32 b = a + hsz;
+            fr_t u = load_fr(s + a);
+            fr_t v = load_fr(s + b);
+            // The first level's twiddle is w^0 = 1 for every butterfly.
+            if (hsz != 1) v = v * load_fr(inner + (m << t));
+            store_fr(s + a, u + v);
+            store_fr(s + b, u - v);
+        }
         __syncthreads();
     }
 
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-        const u32 vi = tid + j * half_n;
-        fr_t x = load_fr(s + vi);
-        if (scale_last) x = x * scale;
-        store_fr(data + base + (u64)vi * stride, x);
+    for (u32 vi = threadIdx.x; vi < 2 * half_n; vi += blockDim.x) {
+        const u64 pos = base + (u64)vi * stride;
+        store_fr(data + pos, out_scale(load_fr(s + vi), mode, scale, s_lo, s_hi, h, pos));
     }
 }
 
@@ -171,18 +192,12 @@ extern "C" __global__ void ntt_coset_scale(fr_t* data, u32 k, u32 bitreversed,
     store_fr(data + i, load_fr(data + i) * table_pow(lo_t, hi_t, h, idx));
 }
 
-// data[i] *= c for i < n.
-extern "C" __global__ void fr_scale(fr_t* data, u64 n, fr_t c) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    store_fr(data + i, load_fr(data + i) * c);
-}
-
-// a[i] = (a[i] * b[i] - c[i]) * zinv: the quotient step h = (a b - c) / Z on the coset,
-// where Z(g w^i) = g^n - 1 is the same constant at every coset point.
-extern "C" __global__ void fr_ab_minus_c(fr_t* a, const fr_t* b, const fr_t* c, u64 n, fr_t zinv) {
+// out[i] = (a[i] * b[i] - c[i]) * zinv: the quotient step h = (a b - c) / Z on the coset,
+// where Z(g w^i) = g^n - 1 is the same constant at every coset point. `out` may be `a`.
+extern "C" __global__ void fr_ab_minus_c(fr_t* out, const fr_t* a, const fr_t* b, const fr_t* c,
+                                         u64 n, fr_t zinv) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     fr_t x = load_fr(a + i) * load_fr(b + i) - load_fr(c + i);
-    store_fr(a + i, x * zinv);
+    store_fr(out + i, x * zinv);
 }

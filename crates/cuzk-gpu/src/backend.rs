@@ -17,17 +17,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use blstrs::Scalar;
 use cuzk_groth16::{Assignment, Backend, BackendError, ComputeToken, MsmOutputs, ProveReport, Srs};
-use ff::{Field, PrimeField};
 use parking_lot::Mutex;
 
 use crate::arena::{DevRegion, VramArena, ALIGN};
-use crate::device::{launch, Device, StageTimer};
+use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
-use crate::kernels::KernelId;
-use crate::layout::{as_bytes, scalar_words, FR_BYTES, G2_AFFINE_BYTES};
-use crate::ntt::{Direction, NttOptions, NttPlan, Order};
+use crate::layout::{as_bytes, FR_BYTES, G2_AFFINE_BYTES};
+use crate::ntt::NttPlan;
 use crate::pinned::{PinnedBuf, PinnedPool};
 use crate::prepare::{fill_batched, shape_of_srs, staging_pieces, validate, UPLOAD_BATCH};
 use crate::residency::{fingerprint, resident_size, Query, ResidentSet, ResidentSrs};
@@ -415,7 +412,6 @@ impl GpuBackend {
         let dev = &self.dev;
         *stage = "gpu_setup";
         let t = Instant::now();
-        let n = 1usize << shape.lg;
         let chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
         let need = shared_need(shape, resident.is_some(), chunk);
         if shared.as_ref().is_none_or(|s| s.arena.size() < need) {
@@ -449,8 +445,7 @@ impl GpuBackend {
         let mut timer = StageTimer::start(dev)?;
         report.push("gpu_setup", t.elapsed());
 
-        // H = (A·B − C)/Z: per vector iNTT (natural → bit-reversed), coset NTT back to natural
-        // order on g·H, then a·b − c times 1/(g^n − 1), then the inverse coset NTT.
+        // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
         *stage = "ntt_h";
         self.fault_at("ntt_h")?;
         let abc = [
@@ -458,51 +453,7 @@ impl GpuBackend {
             slot.region(shape, SlotVec::B)?,
             slot.region(shape, SlotVec::C)?,
         ];
-        for r in &abc {
-            plan.run(
-                dev,
-                r,
-                NttOptions {
-                    direction: Direction::Inverse,
-                    coset: false,
-                    input: Order::Natural,
-                    output: Order::BitReversed,
-                },
-            )?;
-            plan.run(
-                dev,
-                r,
-                NttOptions {
-                    direction: Direction::Forward,
-                    coset: true,
-                    input: Order::BitReversed,
-                    output: Order::Natural,
-                },
-            )?;
-        }
-        let g_n = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]);
-        let z_inv = (g_n - Scalar::ONE).invert().unwrap_or(Scalar::ZERO); // g^n ≠ 1: g is not in the domain
-        let (pa, pb, pc, nn, zw) = (
-            abc[0].ptr(),
-            abc[1].ptr(),
-            abc[2].ptr(),
-            n as u64,
-            scalar_words(&z_inv),
-        );
-        // SAFETY: fr_ab_minus_c(fr_t* a, const fr_t* b, const fr_t* c, u64 n, fr_t zinv); the
-        // three regions hold n elements each; the grid covers n threads, each checks i < n.
-        launch!(
-            dev,
-            KernelId::Ntt,
-            "fr_ab_minus_c",
-            Device::grid(nn, 256),
-            &pa,
-            &pb,
-            &pc,
-            &nn,
-            &zw
-        )?;
-        plan.run(dev, &abc[0], NttOptions::natural(Direction::Inverse, true))?;
+        plan.quotient(dev, [&abc[0], &abc[1], &abc[2]])?;
         timer.mark("ntt_h")?;
 
         let used = arena.used().next_multiple_of(ALIGN);
@@ -512,7 +463,7 @@ impl GpuBackend {
                 let scratch = arena.region(used, rest)?;
                 return r.with_regions(|q| {
                     let mut b = Bases::Resident(q, scratch);
-                    self.sums(&mut b, slot, shape, srs, abc[0], &mut timer, stage)
+                    self.sums(&mut b, slot, shape, srs, abc[1], &mut timer, stage)
                         .and_then(|o| {
                             dev.sync_compute()?;
                             timer.finish(report)?;
@@ -542,7 +493,7 @@ impl GpuBackend {
                 )
             }
         };
-        let o = self.sums(&mut bases, slot, shape, srs, abc[0], &mut timer, stage)?;
+        let o = self.sums(&mut bases, slot, shape, srs, abc[1], &mut timer, stage)?;
         dev.sync_compute()?;
         timer.finish(report)?;
         Ok(o)

@@ -45,6 +45,8 @@ pub struct NttBench {
     pub log_n: Vec<u32>,
     /// Coset transform.
     pub coset: bool,
+    /// Also time the prover's quotient (three vectors: the seven transforms of H).
+    pub quotient: bool,
     /// Timed runs per size.
     pub runs: usize,
     /// Run the NTT checks first.
@@ -229,6 +231,39 @@ pub fn run_msm(args: &MsmBench) -> Result<()> {
     Ok(())
 }
 
+/// Times [`NttPlan::quotient`] at 2^lg: one JSON line.
+fn run_quotient(dev: &Arc<Device>, args: &NttBench, lg: u32, seed: u64) -> Result<()> {
+    let n = 1usize << lg;
+    let arena = VramArena::new(
+        dev.clone(),
+        3 * n * FR_BYTES + NttPlan::table_bytes(lg) + (1 << 20),
+    )?;
+    let abc = [
+        arena.alloc(n * FR_BYTES)?,
+        arena.alloc(n * FR_BYTES)?,
+        arena.alloc(n * FR_BYTES)?,
+    ];
+    let plan = NttPlan::new(dev, &arena, lg)?;
+    for (j, r) in abc.iter().enumerate() {
+        dev.upload(
+            r,
+            as_bytes(&random_scalars(n, seed ^ (lg as u64) << 8 ^ j as u64)),
+        )?;
+    }
+    // Each run overwrites its inputs with transforms of them: fine for timing.
+    let ms = time_runs(dev, args.runs, || {
+        plan.quotient(dev, [&abc[0], &abc[1], &abc[2]])
+    })?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "op": "ntt_quotient", "n": n, "lg_n": lg, "gpu": dev.name(),
+            "transforms": 7, "ms": median(ms.clone()), "runs_ms": ms, "seed": seed,
+        })
+    );
+    Ok(())
+}
+
 /// Runs the NTT benchmark, printing one JSON line per case to stdout.
 ///
 /// # Errors
@@ -264,9 +299,9 @@ pub fn run_ntt(args: &NttBench) -> Result<()> {
         let ms = time_runs(&dev, args.runs, || plan.run(&dev, &data, opts))?;
         let med = median(ms.clone());
         let passes = plan_passes(lg).len() as f64;
-        // Butterflies: n/2 · lg products; twists: 2 products per element per pass but the
-        // last; coset: 2 per element.
-        let muls = n as f64 / 2.0 * lg as f64
+        // Butterflies: n/2 products per level but each pass's level of twiddle 1; twists: 2
+        // products per element per pass but the last; coset: 2 per element.
+        let muls = n as f64 / 2.0 * (lg as f64 - passes)
             + 2.0 * n as f64 * (passes - 1.0).max(0.0)
             + if args.coset { 2.0 * n as f64 } else { 0.0 };
         let mads = muls * FR_MUL_MADS as f64;
@@ -280,6 +315,9 @@ pub fn run_ntt(args: &NttBench) -> Result<()> {
                 "seed": seed,
             })
         );
+        if args.quotient {
+            run_quotient(&dev, args, lg, seed)?;
+        }
     }
     Ok(())
 }

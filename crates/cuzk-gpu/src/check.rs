@@ -185,6 +185,63 @@ pub fn check_ntt(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<CheckO
             ));
         }
     }
+    out.extend(check_quotient(dev, seed, max_lg)?);
+    Ok(out)
+}
+
+/// [`NttPlan::quotient`] (the prover's fused H = (A·B − C)/Z) against the CPU: the inverse
+/// transform, the coset evaluation, the division by Z and the inverse coset transform, each
+/// by [`ntt_reference`], at sizes 2^0 … 2^max_lg.
+///
+/// # Errors
+/// Device errors.
+fn check_quotient(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<CheckOutcome>> {
+    use Direction::*;
+    let n_max = 1usize << max_lg;
+    let table_bytes: usize = (0..=max_lg).map(NttPlan::table_bytes).sum();
+    let arena = VramArena::new(dev.clone(), 3 * n_max * FR_BYTES + table_bytes + (1 << 20))?;
+    let regions = [
+        arena.alloc(n_max * FR_BYTES)?,
+        arena.alloc(n_max * FR_BYTES)?,
+        arena.alloc(n_max * FR_BYTES)?,
+    ];
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let mut out = Vec::new();
+    for lg in 0..=max_lg {
+        let plan = NttPlan::new(dev, &arena, lg)?;
+        let n = 1usize << lg;
+        let s = seed.wrapping_add(0x9e37 + lg as u64);
+        let abc: Vec<Vec<Scalar>> = (0..3u64)
+            .map(|j| edge_scalars(n, s.wrapping_add(j * 7919)))
+            .collect();
+        let on_coset: Vec<Vec<Scalar>> = abc
+            .iter()
+            .map(|v| {
+                let coeffs = ntt_reference(v, NttOptions::natural(Inverse, false));
+                ntt_reference(&coeffs, NttOptions::natural(Forward, true))
+            })
+            .collect();
+        let z_inv = (g.pow_vartime([n as u64]) - Scalar::ONE)
+            .invert()
+            .unwrap_or(Scalar::ZERO);
+        let q: Vec<Scalar> = (0..n)
+            .map(|i| (on_coset[0][i] * on_coset[1][i] - on_coset[2][i]) * z_inv)
+            .collect();
+        let expect = ntt_reference(&q, NttOptions::natural(Inverse, true));
+        for (r, v) in regions.iter().zip(&abc) {
+            dev.upload(r, as_bytes(v))?;
+        }
+        plan.quotient(dev, [&regions[0], &regions[1], &regions[2]])?;
+        let mut got = vec![Scalar::ZERO; n];
+        dev.download(as_bytes_mut(&mut got), &regions[1])?;
+        let bad = got.iter().zip(&expect).position(|(a, b)| a != b);
+        out.push(outcome(
+            format!("ntt quotient (a b - c) / z 2^{lg}"),
+            bad.is_none(),
+            s,
+            &format!("first mismatch at index {bad:?}"),
+        ));
+    }
     Ok(out)
 }
 

@@ -1,7 +1,9 @@
 //! The NTT over Fr on the device: [`NttPlan`] holds the twiddle tables of one size (built
 //! on the device by `ntt_powers`, kept in the arena) and the pass plan; [`NttPlan::run`]
 //! enqueues forward / inverse, optionally coset, transforms with natural or bit-reversed
-//! input and output. Kernels are in `kernels/ntt.cu`; the CPU NTT is the oracle.
+//! input and output; [`NttPlan::quotient`] is the prover's H = (A·B − C)/Z with the coset
+//! shifts and the 1/n factors fused into the passes. Kernels are in `kernels/ntt.cu`; the
+//! CPU NTT is the oracle.
 
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
@@ -9,7 +11,7 @@ use ff::{Field, PrimeField};
 use cudarc::driver::PushKernelArg;
 
 use crate::arena::{DevRegion, VramArena};
-use crate::device::Device;
+use crate::device::{launch, Device};
 use crate::error::{drv, GpuError, Result};
 use crate::kernels::KernelId;
 use crate::layout::{scalar_words, FR_BYTES};
@@ -19,6 +21,9 @@ use crate::layout::{scalar_words, FR_BYTES};
 pub const MAX_LG_N: u32 = 28;
 /// Levels per shared-memory pass (matches NTT_MAX_LG in ntt.cu).
 const MAX_PASS_LG: u32 = 10;
+/// Most threads per pass block (ntt.cu's passes loop over their butterflies): a 2^10 pass
+/// runs 256 threads of two butterflies each.
+const PASS_THREADS: u32 = 256;
 
 /// Which way the transform goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,9 +69,20 @@ impl NttOptions {
     }
 }
 
+/// w^e = lo[e mod 2^h] · hi[e >> h] for the plan's h.
 struct Table<'a> {
     lo: DevRegion<'a>,
     hi: DevRegion<'a>,
+}
+
+/// How the last pass of a transform scales its outputs (`mode` in ntt.cu).
+#[derive(Clone, Copy)]
+enum Scale<'t, 'a> {
+    None,
+    /// Every output times the constant.
+    By(Scalar),
+    /// Output of coefficient index i times the table's value at i.
+    Table(&'t Table<'a>),
 }
 
 /// Twiddle tables and pass plan for 2^lg_n points.
@@ -76,8 +92,13 @@ pub struct NttPlan<'a> {
     passes: Vec<(u32, u32)>,
     omega: Table<'a>,
     omega_inv: Table<'a>,
+    /// g^i: the forward coset transform's input shift.
     g: Table<'a>,
-    g_inv: Table<'a>,
+    /// g^i / n: the inverse transform's 1/n with the shift a following forward coset
+    /// transform needs.
+    g_n_inv: Table<'a>,
+    /// g^-i / n: the inverse coset transform's output scaling.
+    g_inv_n_inv: Table<'a>,
     inner: Vec<(u32, DevRegion<'a>, DevRegion<'a>)>,
     n_inv: Scalar,
 }
@@ -115,7 +136,7 @@ impl<'a> NttPlan<'a> {
         let two_level =
             ((1usize << h) + (1usize << (lg_n - h))) * FR_BYTES + 2 * crate::arena::ALIGN;
         let inner: usize = (1usize << MAX_PASS_LG) * FR_BYTES + 4 * crate::arena::ALIGN;
-        4 * two_level + 2 * inner
+        5 * two_level + 2 * inner
     }
 
     /// Builds the tables for 2^lg_n points in `arena` (kernels enqueued on the compute
@@ -134,17 +155,27 @@ impl<'a> NttPlan<'a> {
         let w_inv = w.invert().unwrap_or(Scalar::ONE); // a root of unity is never zero
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let g_inv = g.invert().unwrap_or(Scalar::ONE); // g = 7 is nonzero
-        let two_level = |base: Scalar| -> Result<Table<'a>> {
+                                                       // n < r, so n is invertible.
+        let n_inv = Scalar::from(1u64 << lg_n).invert().unwrap_or(Scalar::ONE);
+        // hi[j] = factor · base^(j 2^h), so lo[e mod 2^h] · hi[e >> h] = factor · base^e.
+        let two_level = |base: Scalar, factor: Scalar| -> Result<Table<'a>> {
             let lo = arena.alloc((1usize << h) * FR_BYTES)?;
             let hi = arena.alloc((1usize << (lg_n - h)) * FR_BYTES)?;
-            powers(dev, &lo, base, 1u32 << h)?;
-            powers(dev, &hi, base.pow_vartime([1u64 << h]), 1u32 << (lg_n - h))?;
+            powers(dev, &lo, base, Scalar::ONE, 1u32 << h)?;
+            powers(
+                dev,
+                &hi,
+                base.pow_vartime([1u64 << h]),
+                factor,
+                1u32 << (lg_n - h),
+            )?;
             Ok(Table { lo, hi })
         };
-        let omega = two_level(w)?;
-        let omega_inv = two_level(w_inv)?;
-        let gt = two_level(g)?;
-        let g_inv_t = two_level(g_inv)?;
+        let omega = two_level(w, Scalar::ONE)?;
+        let omega_inv = two_level(w_inv, Scalar::ONE)?;
+        let gt = two_level(g, Scalar::ONE)?;
+        let g_n_inv = two_level(g, n_inv)?;
+        let g_inv_n_inv = two_level(g_inv, n_inv)?;
         let passes = plan_passes(lg_n);
         let mut inner: Vec<(u32, DevRegion<'a>, DevRegion<'a>)> = Vec::new();
         for &(_, l) in &passes {
@@ -155,11 +186,16 @@ impl<'a> NttPlan<'a> {
             let wl = w.pow_vartime([1u64 << (lg_n - l)]);
             let f = arena.alloc(count as usize * FR_BYTES)?;
             let i = arena.alloc(count as usize * FR_BYTES)?;
-            powers(dev, &f, wl, count)?;
-            powers(dev, &i, wl.invert().unwrap_or(Scalar::ONE), count)?;
+            powers(dev, &f, wl, Scalar::ONE, count)?;
+            powers(
+                dev,
+                &i,
+                wl.invert().unwrap_or(Scalar::ONE),
+                Scalar::ONE,
+                count,
+            )?;
             inner.push((l, f, i));
         }
-        let n_inv = Scalar::from(1u64 << lg_n).invert().unwrap_or(Scalar::ONE); // n < r
         Ok(NttPlan {
             lg_n,
             h,
@@ -167,7 +203,8 @@ impl<'a> NttPlan<'a> {
             omega,
             omega_inv,
             g: gt,
-            g_inv: g_inv_t,
+            g_n_inv,
+            g_inv_n_inv,
             inner,
             n_inv,
         })
@@ -184,6 +221,96 @@ impl<'a> NttPlan<'a> {
     /// # Errors
     /// [`GpuError::Input`] if `data` is too small; driver errors.
     pub fn run(&self, dev: &Device, data: &DevRegion<'_>, opts: NttOptions) -> Result<()> {
+        self.check_len(data)?;
+        if self.lg_n == 0 {
+            return Ok(()); // one point: the transform and the coset shift (g^0) are identity
+        }
+        let inverse = opts.direction == Direction::Inverse;
+        if opts.coset && !inverse {
+            self.coset_scale(dev, data, opts.input == Order::BitReversed, &self.g)?;
+        }
+        let scale = match (inverse, opts.coset) {
+            (false, _) => Scale::None,
+            (true, false) => Scale::By(self.n_inv),
+            (true, true) => Scale::Table(&self.g_inv_n_inv),
+        };
+        match (opts.input, opts.output) {
+            (Order::Natural, Order::BitReversed) => self.dif(dev, data, inverse, scale, None),
+            (Order::BitReversed, Order::Natural) => self.dit(dev, data, inverse, scale),
+            (Order::Natural, Order::Natural) => {
+                self.dif(dev, data, inverse, scale, None)?;
+                self.bitrev(dev, data)
+            }
+            (Order::BitReversed, Order::BitReversed) => {
+                self.dit(dev, data, inverse, scale)?;
+                self.bitrev(dev, data)
+            }
+        }
+    }
+
+    /// The prover's quotient: `abc` hold the evaluations of A, B and C on the domain
+    /// (natural order); the coefficients of H = (A·B − C)/Z, computed on the coset g·H,
+    /// land in natural order in `abc[1]` (all three are overwritten). Per vector an inverse
+    /// transform (natural → bit-reversed) whose last pass also applies the shift g^i, and a
+    /// forward one back to natural order; then a·b − c over Z(g·H) = g^n − 1; then an inverse
+    /// transform whose last pass applies g^-i/n and writes out of place in natural order.
+    /// Against `run`'s separate shift and bit-reversal launches this saves five passes over
+    /// memory.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if a region is too small; driver errors.
+    pub fn quotient(&self, dev: &Device, abc: [&DevRegion<'_>; 3]) -> Result<()> {
+        for r in abc {
+            self.check_len(r)?;
+        }
+        let n = 1u64 << self.lg_n;
+        if self.lg_n > 0 {
+            for r in abc {
+                self.dif(dev, r, true, Scale::Table(&self.g_n_inv), None)?;
+                self.dit(dev, r, false, Scale::None)?;
+            }
+        }
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let z_inv = (g.pow_vartime([n]) - Scalar::ONE)
+            .invert()
+            .unwrap_or(Scalar::ZERO); // g^n ≠ 1: g is not in the domain
+                                      // With one point there are no passes: the quotient goes straight to abc[1].
+        let out = if self.lg_n == 0 { abc[1] } else { abc[0] };
+        let (po, pa, pb, pc, zw) = (
+            out.ptr(),
+            abc[0].ptr(),
+            abc[1].ptr(),
+            abc[2].ptr(),
+            scalar_words(&z_inv),
+        );
+        // SAFETY: fr_ab_minus_c(fr_t* out, const fr_t* a, const fr_t* b, const fr_t* c, u64 n,
+        // fr_t zinv); the regions hold n elements each (checked above); the grid covers n
+        // threads, each checks i < n.
+        launch!(
+            dev,
+            KernelId::Ntt,
+            "fr_ab_minus_c",
+            Device::grid(n, 256),
+            &po,
+            &pa,
+            &pb,
+            &pc,
+            &n,
+            &zw
+        )?;
+        if self.lg_n > 0 {
+            self.dif(
+                dev,
+                abc[0],
+                true,
+                Scale::Table(&self.g_inv_n_inv),
+                Some(abc[1]),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn check_len(&self, data: &DevRegion<'_>) -> Result<()> {
         let n = 1usize << self.lg_n;
         if data.bytes() < n * FR_BYTES {
             return Err(GpuError::Input(format!(
@@ -192,29 +319,6 @@ impl<'a> NttPlan<'a> {
                 n * FR_BYTES,
                 data.bytes()
             )));
-        }
-        if self.lg_n == 0 {
-            return Ok(()); // one point: the transform and the coset shift (g^0) are identity
-        }
-        let inverse = opts.direction == Direction::Inverse;
-        if opts.coset && !inverse {
-            self.coset_scale(dev, data, opts.input == Order::BitReversed, &self.g)?;
-        }
-        let scale = inverse.then_some(self.n_inv);
-        match (opts.input, opts.output) {
-            (Order::Natural, Order::BitReversed) => self.dif(dev, data, inverse, scale)?,
-            (Order::BitReversed, Order::Natural) => self.dit(dev, data, inverse, scale)?,
-            (Order::Natural, Order::Natural) => {
-                self.dif(dev, data, inverse, scale)?;
-                self.bitrev(dev, data)?;
-            }
-            (Order::BitReversed, Order::BitReversed) => {
-                self.dit(dev, data, inverse, scale)?;
-                self.bitrev(dev, data)?;
-            }
-        }
-        if opts.coset && inverse {
-            self.coset_scale(dev, data, opts.output == Order::BitReversed, &self.g_inv)?;
         }
         Ok(())
     }
@@ -227,6 +331,8 @@ impl<'a> NttPlan<'a> {
             .ok_or_else(|| GpuError::Input(format!("ntt plan has no 2^{l} table")))
     }
 
+    /// One pass; `out` (DIF only, last pass only) takes the outputs in natural order.
+    #[allow(clippy::too_many_arguments)]
     fn pass(
         &self,
         dev: &Device,
@@ -234,7 +340,8 @@ impl<'a> NttPlan<'a> {
         data: &DevRegion<'_>,
         (r, l): (u32, u32),
         inverse: bool,
-        scale: Option<Scalar>,
+        scale: Scale<'_, 'a>,
+        out: Option<&DevRegion<'_>>,
     ) -> Result<()> {
         let f = dev.function(KernelId::Ntt, name)?;
         let t = if inverse {
@@ -244,11 +351,16 @@ impl<'a> NttPlan<'a> {
         };
         let inner = self.inner_table(l, inverse)?.ptr();
         let (p, k, lo, hi, h) = (data.ptr(), self.lg_n, t.lo.ptr(), t.hi.ptr(), self.h);
-        let scale_last = u32::from(scale.is_some());
-        let sc = scalar_words(&scale.unwrap_or(Scalar::ONE));
+        let (mode, sc, s_lo, s_hi) = match scale {
+            Scale::None => (0u32, Scalar::ONE, 0u64, 0u64),
+            Scale::By(c) => (1, c, 0, 0),
+            Scale::Table(tb) => (2, Scalar::ONE, tb.lo.ptr(), tb.hi.ptr()),
+        };
+        let sc = scalar_words(&sc);
+        let o = out.map_or(0u64, |r| r.ptr());
         let cfg = cudarc::driver::LaunchConfig {
             grid_dim: ((1u32 << (k - l)), 1, 1),
-            block_dim: (1u32 << (l - 1), 1, 1),
+            block_dim: ((1u32 << (l - 1)).min(PASS_THREADS), 1, 1),
             shared_mem_bytes: 0,
         };
         let mut b = dev.compute_stream().launch_builder(&f);
@@ -260,12 +372,19 @@ impl<'a> NttPlan<'a> {
             .arg(&lo)
             .arg(&hi)
             .arg(&h)
-            .arg(&scale_last)
-            .arg(&sc);
-        // SAFETY: args match ntt_{dif,dit}_pass(fr_t*, u32 k, u32 R, u32 L, const fr_t* inner,
-        // const fr_t* lo, const fr_t* hi, u32 h, u32 scale_last, fr_t scale) in ntt.cu; data
-        // holds 2^k elements (checked in run), inner 2^(L-1), lo 2^h, hi 2^(k-h); the grid
-        // covers the 2^(k-L) groups with 2^(L-1) threads each.
+            .arg(&mode)
+            .arg(&sc)
+            .arg(&s_lo)
+            .arg(&s_hi);
+        if name == "ntt_dif_pass" {
+            b.arg(&o);
+        }
+        // SAFETY: args match ntt_dif_pass(fr_t*, u32 k, u32 R, u32 L, const fr_t* inner,
+        // const fr_t* lo, const fr_t* hi, u32 h, u32 mode, fr_t scale, const fr_t* s_lo,
+        // const fr_t* s_hi, fr_t* out) and ntt_dit_pass (the same without out) in ntt.cu;
+        // data (and out, when set) hold 2^k elements (checked by the callers), inner 2^(L-1),
+        // lo and s_lo 2^h, hi and s_hi 2^(k-h) (mode 2 only reads s_lo and s_hi); the grid
+        // covers the 2^(k-L) groups and each block loops over its 2^(L-1) butterflies.
         drv(
             dev.ordinal(),
             || format!("launch {name}"),
@@ -278,18 +397,17 @@ impl<'a> NttPlan<'a> {
         dev: &Device,
         data: &DevRegion<'_>,
         inverse: bool,
-        scale: Option<Scalar>,
+        scale: Scale<'_, 'a>,
+        out: Option<&DevRegion<'_>>,
     ) -> Result<()> {
         let last = self.passes.len() - 1;
         for (i, &(r, l)) in self.passes.iter().enumerate() {
-            self.pass(
-                dev,
-                "ntt_dif_pass",
-                data,
-                (r, l),
-                inverse,
-                if i == last { scale } else { None },
-            )?;
+            let (s, o) = if i == last {
+                (scale, out)
+            } else {
+                (Scale::None, None)
+            };
+            self.pass(dev, "ntt_dif_pass", data, (r, l), inverse, s, o)?;
         }
         Ok(())
     }
@@ -299,17 +417,11 @@ impl<'a> NttPlan<'a> {
         dev: &Device,
         data: &DevRegion<'_>,
         inverse: bool,
-        scale: Option<Scalar>,
+        scale: Scale<'_, 'a>,
     ) -> Result<()> {
         for (i, &(r, l)) in self.passes.iter().enumerate().rev() {
-            self.pass(
-                dev,
-                "ntt_dit_pass",
-                data,
-                (r, l),
-                inverse,
-                if i == 0 { scale } else { None },
-            )?;
+            let s = if i == 0 { scale } else { Scale::None };
+            self.pass(dev, "ntt_dit_pass", data, (r, l), inverse, s, None)?;
         }
         Ok(())
     }
@@ -356,15 +468,23 @@ impl<'a> NttPlan<'a> {
     }
 }
 
-fn powers(dev: &Device, out: &DevRegion<'_>, base: Scalar, count: u32) -> Result<()> {
+/// out[i] = factor · base^i for i < count.
+fn powers(
+    dev: &Device,
+    out: &DevRegion<'_>,
+    base: Scalar,
+    factor: Scalar,
+    count: u32,
+) -> Result<()> {
     if out.bytes() < count as usize * FR_BYTES {
         return Err(GpuError::Input("powers table too small".into()));
     }
     let f = dev.function(KernelId::Ntt, "ntt_powers")?;
-    let (p, b0) = (out.ptr(), scalar_words(&base));
+    let (p, b0, f0) = (out.ptr(), scalar_words(&base), scalar_words(&factor));
     let mut b = dev.compute_stream().launch_builder(&f);
-    b.arg(&p).arg(&b0).arg(&count);
-    // SAFETY: ntt_powers(fr_t* out, fr_t base, u32 count); out holds count elements.
+    b.arg(&p).arg(&b0).arg(&f0).arg(&count);
+    // SAFETY: ntt_powers(fr_t* out, fr_t base, fr_t factor, u32 count); out holds count
+    // elements.
     drv(
         dev.ordinal(),
         || "launch ntt_powers".into(),

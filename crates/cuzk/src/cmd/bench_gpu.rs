@@ -44,6 +44,9 @@ pub struct NttArgs {
     /// Coset transform (forward, on g·H).
     #[arg(long)]
     coset: bool,
+    /// Also time the prover's quotient H = (A·B − C)/Z (seven transforms over three vectors).
+    #[arg(long)]
+    quotient: bool,
     /// Timed runs per size (median reported).
     #[arg(long, default_value_t = 5)]
     runs: usize,
@@ -86,6 +89,7 @@ pub fn run_ntt(args: NttArgs) -> anyhow::Result<()> {
     let b = NttBench {
         log_n: args.log_n,
         coset: args.coset,
+        quotient: args.quotient,
         runs: args.runs,
         check: args.check,
         check_max_lg: args.check_max_lg,
