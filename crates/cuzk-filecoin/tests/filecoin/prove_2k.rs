@@ -8,8 +8,6 @@
 //! circuit's public inputs (storage-proofs-post uses it only to pick WinningPoSt's
 //! sectors), so filecoin-proofs accepts such a proof under any miner id.
 
-mod common;
-
 use cuzk_filecoin::testgen::{verify_with_filecoin_proofs, SectorManifest};
 use cuzk_filecoin::{parse, FilecoinKind};
 
@@ -25,11 +23,11 @@ fn flip_hex(hex: &str) -> String {
 }
 
 fn prove_and_check(kind: FilecoinKind) -> (SectorManifest, Vec<u8>) {
-    let sector = common::sector_2k();
-    common::params_2k(kind);
+    let sector = crate::common::sector_2k();
+    crate::common::params_2k(kind);
     let request = sector.request(kind).expect("request");
     let partitions = parse(kind, &request).expect("parse").num_partitions();
-    let bytes = common::prove_engine(kind, request);
+    let bytes = crate::common::prove_engine(kind, request);
     assert_eq!(bytes.len(), 192 * partitions);
     let m = sector.manifest;
     assert!(
@@ -134,8 +132,8 @@ fn snap_deals_2k_verifies_with_filecoin_proofs() {
 #[test]
 fn engine_rejects_malformed_payloads_naming_the_field() {
     use cuzk_engine::{JobSpec, ProofKindId};
-    let sector = common::sector_2k();
-    let engine = common::engine();
+    let sector = crate::common::sector_2k();
+    let engine = crate::common::engine();
     let porep = sector.request(FilecoinKind::PoRep).expect("request");
     let winning = sector.request(FilecoinKind::WinningPoSt).expect("request");
     type Case = (

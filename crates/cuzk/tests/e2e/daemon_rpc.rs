@@ -3,12 +3,10 @@
 //! metrics and HTTP, preload/evict, request-id idempotency, a client leaving `Prove`,
 //! CRITICAL overtaking queued NORMAL partitions, and malformed input per field.
 
-mod daemon_common;
-
 use std::time::Duration;
 
+use crate::daemon_common::*;
 use cuzk_server::pb;
-use daemon_common::*;
 use pb::await_proof_response::Status as S;
 use tonic::Code;
 

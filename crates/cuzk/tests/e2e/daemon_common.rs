@@ -1,7 +1,6 @@
 //! Shared helpers of the daemon end-to-end tests: a daemon in this process on a real unix
 //! socket (CPU backend, synthetic kind, parameters cached under the target dir), a client
 //! connected through that socket, and request builders.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};

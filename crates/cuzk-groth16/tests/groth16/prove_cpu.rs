@@ -3,11 +3,9 @@
 //! r and s, and bad proofs, inputs and keys are rejected. Each body runs per backend
 //! through `backend_test!`.
 
-mod common;
-
+use crate::common::{bellperson_params, srs_from_params, TestCircuit};
 use bellperson::groth16::{create_proof, create_random_proof};
 use blstrs::Bls12;
-use common::{bellperson_params, srs_from_params, TestCircuit};
 use cuzk_groth16::{
     prove, prove_random, synthesize, verify, Backend, BackendError, Proof, ProveError, Scalar, Srs,
     SrsOptions,

@@ -2,7 +2,7 @@
 //! prover must get right (bits, zero and one values, field elements, public inputs in A
 //! and B, inputs allocated late), an [`Srs`] built from bellperson's in-memory
 //! `Parameters`, and the `backend_test!` macro that runs one test body per backend.
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)] // without bellperson-native only a subset is used
 
 use std::path::PathBuf;
 

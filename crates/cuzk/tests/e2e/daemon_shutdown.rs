@@ -2,14 +2,12 @@
 //! COMPLETED) and exits 0; a drain timeout fails the rest with a reason; `--print-config`
 //! prints the effective config with flags applied.
 
-mod daemon_common;
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::daemon_common::*;
 use cuzk_server::pb;
 use cuzk_server::{DaemonConfig, ListenAddr};
-use daemon_common::*;
 use pb::await_proof_response::Status as S;
 
 #[test]

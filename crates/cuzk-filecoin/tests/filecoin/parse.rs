@@ -3,8 +3,6 @@
 //! the verifier will use; every malformed payload fails with an error naming its field.
 //! See: #6.
 
-mod common;
-
 use base64::Engine as _;
 use cuzk_filecoin::{parse, FilecoinKind, SectorSize};
 use cuzk_groth16::{KindError, ProofRequest};
@@ -26,7 +24,7 @@ fn wrapper(req: &ProofRequest) -> serde_json::Value {
 
 #[test]
 fn every_kind_parses_and_names_its_own_parameters() {
-    let sector = common::sector_2k();
+    let sector = crate::common::sector_2k();
     let mut files = Vec::new();
     for kind in FilecoinKind::ALL {
         let req = sector.request(kind).expect("request");
@@ -65,7 +63,7 @@ fn every_kind_parses_and_names_its_own_parameters() {
 
 #[test]
 fn post_circuits_take_the_verifiers_public_inputs() {
-    let sector = common::sector_2k();
+    let sector = crate::common::sector_2k();
     for kind in [FilecoinKind::WindowPoSt, FilecoinKind::WinningPoSt] {
         let proof = parse(kind, &sector.request(kind).expect("request")).expect("parse");
         let asg = proof.synthesize(0).expect("synthesize");
@@ -94,7 +92,7 @@ fn post_circuits_take_the_verifiers_public_inputs() {
 
 #[test]
 fn malformed_porep_payloads_name_their_field() {
-    let sector = common::sector_2k();
+    let sector = crate::common::sector_2k();
     let good = sector.request(FilecoinKind::PoRep).expect("request");
     let k = FilecoinKind::PoRep;
     let with = |f: &dyn Fn(&mut ProofRequest)| {
@@ -200,7 +198,7 @@ fn w_str<'a>(v: &'a serde_json::Value, key: &str) -> &'a str {
 
 #[test]
 fn malformed_post_payloads_name_their_field() {
-    let sector = common::sector_2k();
+    let sector = crate::common::sector_2k();
     let snap = sector
         .request(FilecoinKind::SnapDeals)
         .expect("request")
@@ -268,7 +266,7 @@ fn malformed_post_payloads_name_their_field() {
 
 #[test]
 fn malformed_snap_payloads_name_their_field() {
-    let sector = common::sector_2k();
+    let sector = crate::common::sector_2k();
     let good = sector.request(FilecoinKind::SnapDeals).expect("request");
     let k = FilecoinKind::SnapDeals;
     let post = sector

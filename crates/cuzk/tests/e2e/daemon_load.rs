@@ -3,13 +3,11 @@
 //! client. Every job must end COMPLETED, or CANCELLED where cancelled; none lost, none
 //! duplicated; reservations back to zero.
 
-mod daemon_common;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::daemon_common::*;
 use cuzk_server::pb;
-use daemon_common::*;
 use pb::await_proof_response::Status as S;
 
 const CLIENTS: usize = 20;

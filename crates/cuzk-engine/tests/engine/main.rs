@@ -1,0 +1,5 @@
+//! cuzk-engine's integration tests as one binary (each module was its own, and every
+//! binary links the proving stack again).
+
+mod device_backend;
+mod engine_jobs;

@@ -1,0 +1,6 @@
+//! cuzk-filecoin's integration tests as one binary (each module was its own, and every
+//! binary links the whole Filecoin proving stack again).
+
+mod common;
+mod parse;
+mod prove_2k;

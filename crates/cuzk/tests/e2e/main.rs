@@ -1,0 +1,10 @@
+//! The `cuzk` binary and its daemon end to end, as one test binary: each of these modules
+//! was its own binary, and linking the whole proving stack four times cost CI minutes.
+//! Tests here run in parallel within the binary; each daemon has its own socket, and the
+//! shared parameter cache is written atomically.
+
+mod cli_prove;
+mod daemon_common;
+mod daemon_load;
+mod daemon_rpc;
+mod daemon_shutdown;
