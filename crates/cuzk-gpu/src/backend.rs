@@ -6,7 +6,9 @@
 //! only from the first kernel to the last result download: seven NTTs and the quotient
 //! kernel for H, then the five query sums (classification, batch addition of the ones,
 //! Pippenger over the others; B in G2 too). With two workers per device one worker's
-//! preparation and upload overlap the other's kernels.
+//! preparation and upload overlap the other's kernels. A, b and c are uploaded first: when
+//! the token is free by then (a lone prove), it is taken at once, and the witness vectors
+//! are filled and uploaded while the quotient and the H sum run, which need only a, b, c.
 //!
 //! Device memory is made once and reused: per-worker slots ([`crate::slots`]), one shared
 //! scratch with the NTT tables (used only under the token), and the resident SRSs
@@ -22,13 +24,13 @@ use parking_lot::Mutex;
 
 use crate::arena::{DevRegion, VramArena, ALIGN};
 use crate::device::{Device, StageTimer};
-use crate::error::{GpuError, Result};
+use crate::error::{drv, GpuError, Result};
 use crate::layout::{as_bytes, FR_BYTES, G2_AFFINE_BYTES};
 use crate::ntt::NttPlan;
 use crate::pinned::{PinnedBuf, PinnedPool};
 use crate::prepare::{fill_batched, shape_of_srs, staging_pieces, validate, UPLOAD_BATCH};
 use crate::residency::{fingerprint, resident_size, Query, ResidentSet, ResidentSrs};
-use crate::slots::{Slot, SlotPool, SlotShape, SlotVec};
+use crate::slots::{SlotPool, SlotShape, SlotVec, SlotVecs};
 use crate::sums::{sum_resident, sum_scratch_bytes, sum_streamed, GroupOps, StreamBufs};
 use crate::sums::{G1_OPS, G2_OPS};
 
@@ -338,76 +340,171 @@ impl GpuBackend {
         report.push("srs", t.elapsed());
 
         // The staging is filled batch by batch, each batch's copy enqueued on the copy
-        // stream as soon as it is written: "fill" is the host time of filling (the copies
-        // run meanwhile), "upload" the wait for the last copy after it, with the device
-        // time from the first copy's start to the last one's end.
+        // stream as soon as it is written; a, b and c (the quotient's inputs) go first. If
+        // the token is free once they are on their way, the kernels start on them and the
+        // witness vectors are filled and copied under the quotient; otherwise the whole
+        // staging is filled first, under the other worker's kernels, and then the token is
+        // waited for. "fill" is the host time of filling, "upload" the host wait for the
+        // last copy after it, with the device time from the first copy's start to the last
+        // one's end.
         *stage = "upload";
         self.fault_at("upload")?;
         let t = Instant::now();
-        let (e0, e1) = (dev.timing_event()?, dev.timing_event()?);
+        let (e0, e_abc, e1, e_end) = (
+            dev.timing_event()?,
+            dev.timing_event()?,
+            dev.timing_event()?,
+            dev.timing_event()?,
+        );
         dev.record_on_copy(&e0)?;
-        let filled = {
-            let (used, staging) = slot.upload_parts(&shape)?;
-            fill_batched(
-                staging,
-                shape.bytes(),
-                &pieces,
-                UPLOAD_BATCH,
-                |bytes, off| {
-                    let dst = used.slice(off, bytes.len())?;
-                    // SAFETY: the batch's staging bytes are not written again before e1 is
-                    // waited on right below (later batches are disjoint from it), also when a
-                    // later batch fails; the slot's device buffers are ours alone (no queued
-                    // kernel uses them: the last user's final download, or its error path,
-                    // synchronized the compute stream).
-                    unsafe { dev.upload_on_copy(&dst, bytes) }
-                },
-            )
+        let (lay, total) = shape.layout();
+        let abc_end = lay[SlotVec::L as usize].0;
+        let split = pieces.partition_point(|p| p.end() <= abc_end);
+        let (used, staging) = slot.upload_parts(&shape)?;
+        let vecs = SlotVecs::new(&used, &shape)?;
+        let upload = |bytes: &[u8], off: usize| -> Result<()> {
+            let dst = used.slice(off, bytes.len())?;
+            // SAFETY: the batch's staging bytes are not written again before the copy stream
+            // is drained (`drain` below, on every path, also when a later batch fails); the
+            // slot's device buffers are ours alone (no queued kernel uses them: the last
+            // user's final download, or its error path, synchronized the compute stream).
+            unsafe { dev.upload_on_copy(&dst, bytes) }
         };
-        report.push("fill", t.elapsed());
-        let t = Instant::now();
-        // Whatever happened, the copies enqueued so far finish before the staging is reused.
-        let waited = dev.record_on_copy(&e1).and_then(|()| dev.wait_event(&e1));
-        filled?;
-        waited?;
-        report.push_device("upload", t.elapsed(), dev.elapsed(&e0, &e1)?);
-
-        *stage = "token_wait";
-        let t = Instant::now();
-        let token = self.token.acquire();
-        report.push("token_wait", t.elapsed());
+        // Records `ev` after every copy enqueued so far and waits for it: the staging may
+        // then be reused.
+        let drain = |ev: &cudarc::driver::CudaEvent| {
+            dev.record_on_copy(ev).and_then(|()| dev.wait_event(ev))
+        };
+        let first = fill_batched(staging, 0..abc_end, &pieces[..split], UPLOAD_BATCH, upload)
+            .and_then(|()| dev.record_on_copy(&e_abc));
+        if let Err(e) = first {
+            let _ = drain(&e1);
+            return Err(e);
+        }
+        let mut fill = t.elapsed();
+        let early = self.token.try_acquire();
+        let overlapped = early.is_some();
+        let token = match early {
+            Some(token) => token,
+            None => {
+                let t = Instant::now();
+                let rest = fill_batched(
+                    staging,
+                    abc_end..total,
+                    &pieces[split..],
+                    UPLOAD_BATCH,
+                    upload,
+                );
+                report.push("fill", fill + t.elapsed());
+                let t = Instant::now();
+                let waited = drain(&e1);
+                rest?;
+                waited?;
+                report.push_device("upload", t.elapsed(), dev.elapsed(&e0, &e1)?);
+                *stage = "token_wait";
+                let t = Instant::now();
+                let token = self.token.acquire();
+                report.push("token_wait", t.elapsed());
+                token
+            }
+        };
+        if overlapped {
+            report.push("token_wait", std::time::Duration::ZERO);
+        }
         let held = Instant::now();
         let mut shared = self.shared.lock();
-        let out = self.kernels(
-            &mut shared,
-            &slot,
-            &shape,
-            srs,
-            resident.as_deref(),
-            report,
-            stage,
-        );
+        let e1_ref = &e1;
+        let out = std::thread::scope(|scope| {
+            // With the token taken early, the rest of the staging is filled and copied on
+            // another thread while the quotient and the H sum run (they need only a, b, c);
+            // `witness_ready`, called by the sums before the first sum over witness scalars,
+            // joins it and makes the compute stream wait for its copies.
+            let mut filler = overlapped.then(|| {
+                scope.spawn(move || {
+                    let t = Instant::now();
+                    let r = fill_batched(
+                        staging,
+                        abc_end..total,
+                        &pieces[split..],
+                        UPLOAD_BATCH,
+                        upload,
+                    )
+                    .and_then(|()| dev.record_on_copy(e1_ref));
+                    (r, t.elapsed())
+                })
+            });
+            let mut witness_ready = || -> Result<()> {
+                let Some(f) = filler.take() else {
+                    return Ok(());
+                };
+                let (r, took) = f
+                    .join()
+                    .map_err(|_| GpuError::Input("the staging fill panicked".into()))?;
+                fill += took;
+                r?;
+                drv(dev.ordinal(), || "wait for the witness upload".into(), {
+                    dev.compute_stream().wait(e1_ref)
+                })
+            };
+            let out = (|| {
+                if overlapped {
+                    drv(dev.ordinal(), || "wait for the a, b, c upload".into(), {
+                        dev.compute_stream().wait(&e_abc)
+                    })?;
+                }
+                self.kernels(
+                    &mut shared,
+                    &vecs,
+                    &shape,
+                    srs,
+                    resident.as_deref(),
+                    report,
+                    stage,
+                    &mut witness_ready,
+                )
+            })();
+            // A failure before the sums reached `witness_ready`: still join the filler.
+            let joined = witness_ready();
+            out.and_then(|o| joined.map(|()| o))
+        });
         if out.is_err() {
             // Queued kernels may still use the slot and the scratch: let them drain before
             // the slot goes back and the token passes on (errors here are secondary).
             let _ = dev.sync_compute();
         }
+        let out = if overlapped {
+            // The copies are done (the sums waited for them) unless the fill failed midway;
+            // e1 stays where the filler recorded it, after the last copy.
+            let waited = drain(&e_end);
+            report.push("fill", fill);
+            out.and_then(|o| {
+                waited?;
+                let device = dev.elapsed(&e0, &e1)?;
+                report.push_device("upload", std::time::Duration::ZERO, device);
+                Ok(o)
+            })
+        } else {
+            out
+        };
         report.token_held = Some(held.elapsed());
         drop(shared);
         drop(token);
         out
     }
 
+    /// The token-held part: the quotient and the five sums; `witness_ready` is called before
+    /// the first sum over witness scalars (it makes the compute stream wait for their upload).
     #[allow(clippy::too_many_arguments)]
     fn kernels(
         &self,
         shared: &mut Option<Shared>,
-        slot: &Slot,
+        vecs: &SlotVecs<'_>,
         shape: &SlotShape,
         srs: &Srs,
         resident: Option<&ResidentSrs>,
         report: &mut ProveReport,
         stage: &mut &'static str,
+        witness_ready: &mut dyn FnMut() -> Result<()>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
         *stage = "gpu_setup";
@@ -449,9 +546,9 @@ impl GpuBackend {
         *stage = "ntt_h";
         self.fault_at("ntt_h")?;
         let abc = [
-            slot.region(shape, SlotVec::A)?,
-            slot.region(shape, SlotVec::B)?,
-            slot.region(shape, SlotVec::C)?,
+            vecs.get(SlotVec::A),
+            vecs.get(SlotVec::B),
+            vecs.get(SlotVec::C),
         ];
         plan.quotient(dev, [&abc[0], &abc[1], &abc[2]])?;
         timer.mark("ntt_h")?;
@@ -463,12 +560,21 @@ impl GpuBackend {
                 let scratch = arena.region(used, rest)?;
                 return r.with_regions(|q| {
                     let mut b = Bases::Resident(q, scratch);
-                    self.sums(&mut b, slot, shape, srs, abc[1], &mut timer, stage)
-                        .and_then(|o| {
-                            dev.sync_compute()?;
-                            timer.finish(report)?;
-                            Ok(o)
-                        })
+                    self.sums(
+                        &mut b,
+                        vecs,
+                        shape,
+                        srs,
+                        abc[1],
+                        &mut timer,
+                        stage,
+                        witness_ready,
+                    )
+                    .and_then(|o| {
+                        dev.sync_compute()?;
+                        timer.finish(report)?;
+                        Ok(o)
+                    })
                 });
             }
             None => {
@@ -493,7 +599,16 @@ impl GpuBackend {
                 )
             }
         };
-        let o = self.sums(&mut bases, slot, shape, srs, abc[1], &mut timer, stage)?;
+        let o = self.sums(
+            &mut bases,
+            vecs,
+            shape,
+            srs,
+            abc[1],
+            &mut timer,
+            stage,
+            witness_ready,
+        )?;
         dev.sync_compute()?;
         timer.finish(report)?;
         Ok(o)
@@ -504,12 +619,13 @@ impl GpuBackend {
     fn sums(
         &self,
         bases: &mut Bases<'_>,
-        slot: &Slot,
+        vecs: &SlotVecs<'_>,
         shape: &SlotShape,
         srs: &Srs,
         h_coeffs: DevRegion<'_>,
         timer: &mut StageTimer<'_>,
         stage: &mut &'static str,
+        witness_ready: &mut dyn FnMut() -> Result<()>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
         *stage = "msm_h";
@@ -518,15 +634,16 @@ impl GpuBackend {
         timer.mark("msm_h")?;
         *stage = "msm_l";
         self.fault_at("msm_l")?;
-        let ls = slot.region(shape, SlotVec::L)?;
+        witness_ready()?;
+        let ls = vecs.get(SlotVec::L);
         let l = bases.sum(dev, &G1_OPS, Query::L, &ls, shape.n_l, true)?;
         timer.mark("msm_l")?;
         *stage = "msm_a";
         self.fault_at("msm_a")?;
-        let as_ = slot.region(shape, SlotVec::ScalarsA)?;
+        let as_ = vecs.get(SlotVec::ScalarsA);
         let a = bases.sum(dev, &G1_OPS, Query::A, &as_, shape.n_a, true)?;
         timer.mark("msm_a")?;
-        let bs = slot.region(shape, SlotVec::ScalarsB)?;
+        let bs = vecs.get(SlotVec::ScalarsB);
         *stage = "msm_b_g1";
         self.fault_at("msm_b_g1")?;
         let b_g1 = bases.sum(dev, &G1_OPS, Query::BG1, &bs, shape.n_b, true)?;

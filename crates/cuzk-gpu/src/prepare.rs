@@ -100,7 +100,8 @@ enum Fill<'a> {
 }
 
 impl Piece<'_> {
-    fn end(&self) -> usize {
+    /// One past the last staging byte this piece writes.
+    pub(crate) fn end(&self) -> usize {
         self.at + self.len
     }
 
@@ -206,31 +207,35 @@ pub(crate) fn staging_pieces<'a>(shape: &SlotShape, asg: &'a Assignment) -> Vec<
     out
 }
 
-/// Fills `staging` (the first `total` bytes of the slot layout) from `pieces` (in staging
-/// order, disjoint, inside `total`) in batches of about `batch` bytes, each filled in
-/// parallel and then handed to `upload(bytes, offset)`, which enqueues its copy and
-/// returns; the next batch is filled while that copy runs. Every byte of `[0, total)` is
-/// handed over exactly once, the gaps between the vectors included.
+/// Fills the bytes `range` of `staging` (a byte range of the slot layout) from `pieces` (in
+/// staging order, disjoint, inside `range`) in batches of about `batch` bytes, each filled
+/// in parallel and then handed to `upload(bytes, offset)`, which enqueues its copy and
+/// returns; the next batch is filled while that copy runs. Every byte of `range` is handed
+/// over exactly once, the gaps between the vectors included.
 ///
 /// # Errors
-/// [`GpuError::Input`] if the pieces do not fit `total` or the staging; `upload`'s errors
+/// [`GpuError::Input`] if the pieces do not fit `range` or the staging; `upload`'s errors
 /// (the batches handed over before it failed may still be in flight: the caller waits for
 /// the copy stream before the staging is reused).
 pub(crate) fn fill_batched(
     staging: &mut [u8],
-    total: usize,
+    range: std::ops::Range<usize>,
     pieces: &[Piece<'_>],
     batch: usize,
     mut upload: impl FnMut(&[u8], usize) -> Result<()>,
 ) -> Result<()> {
     use rayon::prelude::*;
-    if total > staging.len() || pieces.iter().any(|p| p.end() > total) {
+    let total = range.end;
+    if total > staging.len()
+        || range.start > total
+        || pieces.iter().any(|p| p.at < range.start || p.end() > total)
+    {
         return Err(GpuError::Input(
             "slot staging smaller than its layout".into(),
         ));
     }
-    let mut rest = &mut staging[..total];
-    let (mut done, mut i) = (0usize, 0usize);
+    let mut rest = &mut staging[range.clone()];
+    let (mut done, mut i) = (range.start, 0usize);
     while done < total {
         // The pieces of this batch: up to the first that ends `batch` bytes past `done`.
         let mut j = i;
@@ -278,7 +283,7 @@ mod tests {
         let mut buf = vec![0xa5u8; total + 7];
         let mut seen = Vec::new();
         let mut next = 0;
-        fill_batched(&mut buf, total, pieces, batch, |b, off| {
+        fill_batched(&mut buf, 0..total, pieces, batch, |b, off| {
             assert_eq!(off, next, "batches in order, no gap");
             next = off + b.len();
             seen.extend_from_slice(b);
@@ -381,6 +386,24 @@ mod tests {
             assert_eq!(at(4), as_bytes(&a));
             let b: Vec<Scalar> = [101, 203, 204].into_iter().map(sc).collect();
             assert_eq!(at(5), as_bytes(&b));
+            // In two parts, a, b, c first (as the backend fills it): the same bytes.
+            let abc_end = lay[3].0;
+            let split = pieces.partition_point(|p| p.end() <= abc_end);
+            let mut buf = vec![0xa5u8; total];
+            let mut next = 0;
+            for (range, part) in [
+                (0..abc_end, &pieces[..split]),
+                (abc_end..total, &pieces[split..]),
+            ] {
+                fill_batched(&mut buf, range, part, batch, |b, off| {
+                    assert_eq!(off, next, "batches in order, no gap");
+                    next = off + b.len();
+                    Ok(())
+                })
+                .unwrap();
+            }
+            assert_eq!(next, total);
+            assert_eq!(buf, got);
         }
     }
 
@@ -390,7 +413,7 @@ mod tests {
         let mut pieces = Vec::new();
         let end = vector_pieces(0, &[(&v, None)], &mut pieces);
         let mut buf = vec![0u8; end - 1];
-        let r = fill_batched(&mut buf, end, &pieces, 64, |_, _| Ok(()));
+        let r = fill_batched(&mut buf, 0..end, &pieces, 64, |_, _| Ok(()));
         assert!(matches!(r, Err(GpuError::Input(_))));
     }
 }

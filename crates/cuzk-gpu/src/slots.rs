@@ -94,15 +94,6 @@ impl Slot {
         self.arena.size().min(self.staging.len())
     }
 
-    /// The device region of vector `v` for `shape` (which the slot was taken for).
-    ///
-    /// # Errors
-    /// [`crate::GpuError::Input`] if the shape does not fit the slot.
-    pub fn region(&self, shape: &SlotShape, v: SlotVec) -> Result<DevRegion<'_>> {
-        let (off, bytes) = shape.layout().0[v as usize];
-        self.arena.region(off, bytes)
-    }
-
     /// The whole device range `shape` uses and the pinned staging, together (the staging
     /// is filled while earlier parts of it are copied into that range).
     ///
@@ -111,6 +102,31 @@ impl Slot {
     pub fn upload_parts(&mut self, shape: &SlotShape) -> Result<(DevRegion<'_>, &mut [u8])> {
         let region = self.arena.region(0, shape.bytes())?;
         Ok((region, self.staging.as_mut_slice()?))
+    }
+}
+
+/// One slot's device vectors for a shape, cut from the range [`Slot::upload_parts`] gives
+/// (so they can be used while the staging is still being filled).
+#[derive(Clone, Copy)]
+pub struct SlotVecs<'a>([DevRegion<'a>; 6]);
+
+impl<'a> SlotVecs<'a> {
+    /// The vectors of `shape` inside `used`.
+    ///
+    /// # Errors
+    /// [`crate::GpuError::Input`] if the layout does not fit `used`.
+    pub fn new(used: &DevRegion<'a>, shape: &SlotShape) -> Result<SlotVecs<'a>> {
+        let (lay, _) = shape.layout();
+        let mut out = [*used; 6];
+        for (o, (off, bytes)) in out.iter_mut().zip(lay) {
+            *o = used.slice(off, bytes)?;
+        }
+        Ok(SlotVecs(out))
+    }
+
+    /// The region of vector `v`.
+    pub fn get(&self, v: SlotVec) -> DevRegion<'a> {
+        self.0[v as usize]
     }
 }
 
