@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Session of 2026-11-30 19:30 UTC on an H200 (docs/benchmarks.md):
+#   part n: the fused quotient (coset shifts and 1/n in the passes, H written out of place in
+#           natural order) and the NTT passes of up to 256 threads: GPU tests, NTT checks
+#           against the CPU to 2^16 (with the quotient), MSM checks in G1 and G2; NTTs and the
+#           quotient at 2^20/2^22/2^24; the backend at 2^20/2^22/2^24 and two workers over
+#           20 partitions of 2^24.
+#   part h: the head-to-head of #4 in one run: cuzk GPU vs SupraSeal C2 vs the cuzk CPU
+#           backend at 2^20, 2^22 and 2^24 (PoRep-like default shape), all proofs verified.
+#   part d: the head-to-head at 2^24 on the dense shape (--bit-fraction 0), SupraSeal only.
+#   part x: the backend at 2^26 (parameters made on the device into host memory).
+#   part o: a lone prove takes the token once a, b, c are uploaded and fills the witness
+#           vectors under the quotient and the H sum: GPU tests, the backend at 2^24 with the
+#           two-worker overlap, the head-to-head at 2^24 against SupraSeal C2.
+# Usage: bash bench/h200-s13.sh n|h|d|x|o   (each fits one 600 s device call)
+set -u -o pipefail
+OUT=${OUT:-/tmp/cuzk-out}
+mkdir -p "$OUT"
+export XDG_CACHE_HOME=$PWD/.carry/cache RUST_LOG=${RUST_LOG:-warn}
+LOG=$OUT/part-$1.log
+exec > >(tee "$LOG") 2>&1
+t() { echo "== $* [$(date +%T)]"; }
+# SupraSeal baseline behind a wrapper that prints its process CPU time on exit.
+SS=/tmp/supraseal-timed.sh
+printf '#!/usr/bin/env bash\n%s/.carry/cuzk-supraseal-bench "$@"\nrc=$?\necho "supraseal process times (user sys / children):" >&2\ntimes >&2\nexit $rc\n' "$PWD" > $SS
+chmod +x $SS
+h2h() { # timeout, log_n, then flags
+  local to=$1 lg=$2; shift 2
+  t "bench prove $lg ${*}"
+  local s=$(date +%s)
+  timeout $to .carry/cuzk bench prove --backend gpu --log-n $lg --reps 2 \
+    --seed 1668643435 --params-dir /tmp/cuzk-params --supraseal-bin $SS "$@" 2>&1 \
+    | grep -E '^\{|supraseal process|^[0-9]+m|generated' | cut -c1-2000
+  echo "wall $(( $(date +%s) - s )) s"
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+case $1 in
+n)
+  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t "ntt checks to 2^16 against the CPU (with the quotient)"
+  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  for g in g1 g2; do
+    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  done
+  t "ntt and quotient 20 22 24, coset 24"
+  timeout 90 .carry/gpu_bench ntt --quotient --runs 5 --seed 5 20 22 24 2>&1 | grep '^{' | cut -c1-300
+  timeout 60 .carry/gpu_bench ntt --coset --runs 5 --seed 5 24 2>&1 | grep '^{' | cut -c1-300
+  t "backend 20 22 24, overlap 20 partitions x 2 workers at 24"
+  timeout 200 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 20 22 24 2>&1 | grep '^{' | cut -c1-1400
+  ;;
+h)
+  h2h 90 20 --compare supraseal,cpu
+  h2h 150 22 --compare supraseal,cpu
+  h2h 330 24 --compare supraseal,cpu
+  ;;
+d)
+  h2h 290 24 --compare supraseal --bit-fraction 0
+  ;;
+o)
+  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t "backend 24, overlap 20 partitions x 2 workers"
+  timeout 150 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 24 2>&1 | grep '^{' | cut -c1-1400
+  h2h 250 24 --compare supraseal
+  ;;
+x)
+  t "backend 26 (parameters made on the device)"
+  timeout 560 .carry/gpu_bench backend --runs 2 --seed 11 26 2>&1 | grep -E '^\{|param' | cut -c1-1600
+  ;;
+esac
