@@ -382,19 +382,23 @@ impl GpuBackend {
             return Err(e);
         }
         let mut fill = t.elapsed();
+        // The second part: the witness vectors.
+        let fill_rest = |staging: &mut [u8]| {
+            fill_batched(
+                staging,
+                abc_end..total,
+                &pieces[split..],
+                UPLOAD_BATCH,
+                upload,
+            )
+        };
         let early = self.token.try_acquire();
         let overlapped = early.is_some();
         let token = match early {
             Some(token) => token,
             None => {
                 let t = Instant::now();
-                let rest = fill_batched(
-                    staging,
-                    abc_end..total,
-                    &pieces[split..],
-                    UPLOAD_BATCH,
-                    upload,
-                );
+                let rest = fill_rest(staging);
                 report.push("fill", fill + t.elapsed());
                 let t = Instant::now();
                 let waited = drain(&e1);
@@ -422,14 +426,7 @@ impl GpuBackend {
             let mut filler = overlapped.then(|| {
                 scope.spawn(move || {
                     let t = Instant::now();
-                    let r = fill_batched(
-                        staging,
-                        abc_end..total,
-                        &pieces[split..],
-                        UPLOAD_BATCH,
-                        upload,
-                    )
-                    .and_then(|()| dev.record_on_copy(e1_ref));
+                    let r = fill_rest(staging).and_then(|()| dev.record_on_copy(e1_ref));
                     (r, t.elapsed())
                 })
             });
