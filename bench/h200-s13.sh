@@ -12,27 +12,10 @@
 #   part o: a lone prove takes the token once a, b, c are uploaded and fills the witness
 #           vectors under the quotient and the H sum: GPU tests, the backend at 2^24 with the
 #           two-worker overlap, the head-to-head at 2^24 against SupraSeal C2.
-# Usage: bash bench/h200-s13.sh n|h|d|x|o   (each fits one 600 s device call)
-set -u -o pipefail
-OUT=${OUT:-/tmp/cuzk-out}
-mkdir -p "$OUT"
-export XDG_CACHE_HOME=$PWD/.carry/cache RUST_LOG=${RUST_LOG:-warn}
-LOG=$OUT/part-$1.log
-exec > >(tee "$LOG") 2>&1
-t() { echo "== $* [$(date +%T)]"; }
-# SupraSeal baseline behind a wrapper that prints its process CPU time on exit.
-SS=/tmp/supraseal-timed.sh
-printf '#!/usr/bin/env bash\n%s/.carry/cuzk-supraseal-bench "$@"\nrc=$?\necho "supraseal process times (user sys / children):" >&2\ntimes >&2\nexit $rc\n' "$PWD" > $SS
-chmod +x $SS
-h2h() { # timeout, log_n, then flags
-  local to=$1 lg=$2; shift 2
-  t "bench prove $lg ${*}"
-  local s=$(date +%s)
-  timeout $to .carry/cuzk bench prove --backend gpu --log-n $lg --reps 2 \
-    --seed 1668643435 --params-dir /tmp/cuzk-params --supraseal-bin $SS "$@" 2>&1 \
-    | grep -E '^\{|supraseal process|^[0-9]+m|generated' | cut -c1-2000
-  echo "wall $(( $(date +%s) - s )) s"
-}
+#   part f: the final binaries (the witness fill as one closure): GPU tests, the backend at
+#           2^22 with the two-worker overlap.
+# Usage: bash bench/h200-s13.sh n|h|d|x|o|f   (each fits one 600 s device call)
+source "$(dirname "$0")/device-common.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 case $1 in
 n)
@@ -61,6 +44,11 @@ o)
   t "backend 24, overlap 20 partitions x 2 workers"
   timeout 150 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 24 2>&1 | grep '^{' | cut -c1-1400
   h2h 250 24 --compare supraseal
+  ;;
+f)
+  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t "backend 22, overlap 20 partitions x 2 workers"
+  timeout 120 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 22 2>&1 | grep '^{' | cut -c1-1400
   ;;
 x)
   t "backend 26 (parameters made on the device)"
