@@ -174,12 +174,24 @@ struct Column {
     }
 };
 
-// The quotient terms m_i p_j of column k (i < k: m_k's p_0 term is added by end()).
-FP_DFMA_FN void reduce_terms(Column& c, int k, const double m[8]) {
+// The limb products x_i y_j of column k (i + j = k), N limbs each.
+template <int N>
+FP_DFMA_FN void product_terms(Column& c, int k, const double x[N], const double y[N]) {
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < N; i++) {
         const int j = k - i;
-        if (i < k && j >= 0 && j < 8) c.product(m[i], p48(j));
+        if (j >= 0 && j < N) c.product(x[i], y[j]);
+    }
+}
+
+// The quotient terms m_i n_j of column k (i < k: m_k's n_0 term comes with its quotient),
+// with n_j = mod(j), the modulus in radix 2^48.
+template <int N, double (*mod)(int)>
+FP_DFMA_FN void reduce_terms(Column& c, int k, const double m[N]) {
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const int j = k - i;
+        if (i < k && j >= 0 && j < N) c.product(m[i], mod(j));
     }
 }
 
@@ -192,12 +204,8 @@ FP_DFMA_FN void mul(u32 r[12], const u32 a[12], const u32 b[12]) {
     Column c = {0, 0, 0, 0};
 #pragma unroll
     for (int k = 0; k < 16; k++) {
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const int j = k - i;
-            if (j >= 0 && j < 8) c.product(x[i], y[j]);
-        }
-        reduce_terms(c, k, m);
+        product_terms<8>(c, k, x, y);
+        reduce_terms<8, p48>(c, k, m);
         c.end(k, m, q);
     }
     join(r, q);
@@ -221,7 +229,7 @@ FP_DFMA_FN void sqr(u32 r[12], const u32 a[12]) {
             if (j > i && j < 8) c.product(x2[i], x[j]);
         }
         if (k % 2 == 0 && k / 2 < 8) c.product(x[k / 2], x[k / 2]);
-        reduce_terms(c, k, m);
+        reduce_terms<8, p48>(c, k, m);
         c.end(k, m, q);
     }
     join(r, q);
@@ -265,16 +273,8 @@ FP_DFMA_FN void fr_mul(u32 out[8], const u32 a[8], const u32 b[8]) {
     Column c = {0, 0, 0, 0};
 #pragma unroll
     for (int k = 0; k < 12; k++) {
-#pragma unroll
-        for (int i = 0; i < 6; i++) {
-            const int j = k - i;
-            if (j >= 0 && j < 6) c.product(x[i], y[j]);
-        }
-#pragma unroll
-        for (int i = 0; i < 6; i++) {
-            const int j = k - i;
-            if (i < k && j >= 0 && j < 6) c.product(m[i], r48(j));
-        }
+        product_terms<6>(c, k, x, y);
+        reduce_terms<6, r48>(c, k, m);
         if (k < 6) m[k] = c.quotient(RINV48, k < 5 ? MASK48 : 0xffffull, r48(0));
         else c.settle();
         if (k >= 5) q[k - 5] = c.s & MASK48;
