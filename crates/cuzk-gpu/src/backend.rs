@@ -395,7 +395,18 @@ impl GpuBackend {
         let early = self.token.try_acquire();
         let overlapped = early.is_some();
         let token = match early {
-            Some(token) => token,
+            Some(token) => {
+                report.push("token_wait", std::time::Duration::ZERO);
+                // The kernels start once a, b and c are on the device.
+                let waited = drv(dev.ordinal(), || "wait for the a, b, c upload".into(), {
+                    dev.compute_stream().wait(&e_abc)
+                });
+                if let Err(e) = waited {
+                    let _ = drain(&e1);
+                    return Err(e);
+                }
+                token
+            }
             None => {
                 let t = Instant::now();
                 let rest = fill_rest(staging);
@@ -412,9 +423,6 @@ impl GpuBackend {
                 token
             }
         };
-        if overlapped {
-            report.push("token_wait", std::time::Duration::ZERO);
-        }
         let held = Instant::now();
         let mut shared = self.shared.lock();
         let e1_ref = &e1;
@@ -443,23 +451,16 @@ impl GpuBackend {
                     dev.compute_stream().wait(e1_ref)
                 })
             };
-            let out = (|| {
-                if overlapped {
-                    drv(dev.ordinal(), || "wait for the a, b, c upload".into(), {
-                        dev.compute_stream().wait(&e_abc)
-                    })?;
-                }
-                self.kernels(
-                    &mut shared,
-                    &vecs,
-                    &shape,
-                    srs,
-                    resident.as_deref(),
-                    report,
-                    stage,
-                    &mut witness_ready,
-                )
-            })();
+            let out = self.kernels(
+                &mut shared,
+                &vecs,
+                &shape,
+                srs,
+                resident.as_deref(),
+                report,
+                stage,
+                &mut witness_ready,
+            );
             // A failure before the sums reached `witness_ready`: still join the filler.
             let joined = witness_ready();
             out.and_then(|o| joined.map(|()| o))
@@ -557,21 +558,18 @@ impl GpuBackend {
                 let scratch = arena.region(used, rest)?;
                 return r.with_regions(|q| {
                     let mut b = Bases::Resident(q, scratch);
+                    let h = abc[1];
                     self.sums(
                         &mut b,
                         vecs,
                         shape,
                         srs,
-                        abc[1],
-                        &mut timer,
+                        h,
+                        timer,
+                        report,
                         stage,
                         witness_ready,
                     )
-                    .and_then(|o| {
-                        dev.sync_compute()?;
-                        timer.finish(report)?;
-                        Ok(o)
-                    })
                 });
             }
             None => {
@@ -596,22 +594,22 @@ impl GpuBackend {
                 )
             }
         };
-        let o = self.sums(
+        let h = abc[1];
+        self.sums(
             &mut bases,
             vecs,
             shape,
             srs,
-            abc[1],
-            &mut timer,
+            h,
+            timer,
+            report,
             stage,
             witness_ready,
-        )?;
-        dev.sync_compute()?;
-        timer.finish(report)?;
-        Ok(o)
+        )
     }
 
-    /// The five query sums, each a timed stage.
+    /// The five query sums, each a timed stage; then waits for the device and reports the
+    /// timer's stages.
     #[allow(clippy::too_many_arguments)]
     fn sums(
         &self,
@@ -620,7 +618,8 @@ impl GpuBackend {
         shape: &SlotShape,
         srs: &Srs,
         h_coeffs: DevRegion<'_>,
-        timer: &mut StageTimer<'_>,
+        mut timer: StageTimer<'_>,
+        report: &mut ProveReport,
         stage: &mut &'static str,
         witness_ready: &mut dyn FnMut() -> Result<()>,
     ) -> Result<MsmOutputs> {
@@ -649,6 +648,8 @@ impl GpuBackend {
         self.fault_at("msm_b_g2")?;
         let b_g2 = bases.sum(dev, &G2_OPS, Query::BG2, &bs, shape.n_b, true)?;
         timer.mark("msm_b_g2")?;
+        dev.sync_compute()?;
+        timer.finish(report)?;
         Ok(MsmOutputs {
             h,
             l,

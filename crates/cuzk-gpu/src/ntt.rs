@@ -75,6 +75,23 @@ struct Table<'a> {
     hi: DevRegion<'a>,
 }
 
+/// Which pass kernel: `ntt_dif_pass`, whose last pass may write its outputs out of place in
+/// natural order, or `ntt_dit_pass`.
+#[derive(Clone, Copy)]
+enum PassKind<'o> {
+    Dif(Option<&'o DevRegion<'o>>),
+    Dit,
+}
+
+impl PassKind<'_> {
+    fn name(self) -> &'static str {
+        match self {
+            PassKind::Dif(_) => "ntt_dif_pass",
+            PassKind::Dit => "ntt_dit_pass",
+        }
+    }
+}
+
 /// How the last pass of a transform scales its outputs (`mode` in ntt.cu).
 #[derive(Clone, Copy)]
 enum Scale<'t, 'a> {
@@ -154,8 +171,8 @@ impl<'a> NttPlan<'a> {
         let w = root_of_unity(lg_n);
         let w_inv = w.invert().unwrap_or(Scalar::ONE); // a root of unity is never zero
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let g_inv = g.invert().unwrap_or(Scalar::ONE); // g = 7 is nonzero
-                                                       // n < r, so n is invertible.
+        // g = 7 and n < r are nonzero.
+        let g_inv = g.invert().unwrap_or(Scalar::ONE);
         let n_inv = Scalar::from(1u64 << lg_n).invert().unwrap_or(Scalar::ONE);
         // hi[j] = factor · base^(j 2^h), so lo[e mod 2^h] · hi[e >> h] = factor · base^e.
         let two_level = |base: Scalar, factor: Scalar| -> Result<Table<'a>> {
@@ -271,10 +288,11 @@ impl<'a> NttPlan<'a> {
             }
         }
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        // g^n ≠ 1: g is not in the domain.
         let z_inv = (g.pow_vartime([n]) - Scalar::ONE)
             .invert()
-            .unwrap_or(Scalar::ZERO); // g^n ≠ 1: g is not in the domain
-                                      // With one point there are no passes: the quotient goes straight to abc[1].
+            .unwrap_or(Scalar::ZERO);
+        // With one point there are no passes: the quotient goes straight to abc[1].
         let out = if self.lg_n == 0 { abc[1] } else { abc[0] };
         let (po, pa, pb, pc, zw) = (
             out.ptr(),
@@ -331,18 +349,17 @@ impl<'a> NttPlan<'a> {
             .ok_or_else(|| GpuError::Input(format!("ntt plan has no 2^{l} table")))
     }
 
-    /// One pass; `out` (DIF only, last pass only) takes the outputs in natural order.
-    #[allow(clippy::too_many_arguments)]
+    /// One pass (a DIF pass's `out` only on the last one).
     fn pass(
         &self,
         dev: &Device,
-        name: &'static str,
+        kind: PassKind<'_>,
         data: &DevRegion<'_>,
         (r, l): (u32, u32),
         inverse: bool,
         scale: Scale<'_, 'a>,
-        out: Option<&DevRegion<'_>>,
     ) -> Result<()> {
+        let name = kind.name();
         let f = dev.function(KernelId::Ntt, name)?;
         let t = if inverse {
             &self.omega_inv
@@ -357,7 +374,6 @@ impl<'a> NttPlan<'a> {
             Scale::Table(tb) => (2, Scalar::ONE, tb.lo.ptr(), tb.hi.ptr()),
         };
         let sc = scalar_words(&sc);
-        let o = out.map_or(0u64, |r| r.ptr());
         let cfg = cudarc::driver::LaunchConfig {
             grid_dim: ((1u32 << (k - l)), 1, 1),
             block_dim: ((1u32 << (l - 1)).min(PASS_THREADS), 1, 1),
@@ -376,7 +392,12 @@ impl<'a> NttPlan<'a> {
             .arg(&sc)
             .arg(&s_lo)
             .arg(&s_hi);
-        if name == "ntt_dif_pass" {
+        // The DIF kernel's out pointer (null: in place).
+        let o = match kind {
+            PassKind::Dif(out) => out.map_or(0u64, |r| r.ptr()),
+            PassKind::Dit => 0,
+        };
+        if matches!(kind, PassKind::Dif(_)) {
             b.arg(&o);
         }
         // SAFETY: args match ntt_dif_pass(fr_t*, u32 k, u32 R, u32 L, const fr_t* inner,
@@ -407,7 +428,7 @@ impl<'a> NttPlan<'a> {
             } else {
                 (Scale::None, None)
             };
-            self.pass(dev, "ntt_dif_pass", data, (r, l), inverse, s, o)?;
+            self.pass(dev, PassKind::Dif(o), data, (r, l), inverse, s)?;
         }
         Ok(())
     }
@@ -421,7 +442,7 @@ impl<'a> NttPlan<'a> {
     ) -> Result<()> {
         for (i, &(r, l)) in self.passes.iter().enumerate().rev() {
             let s = if i == 0 { scale } else { Scale::None };
-            self.pass(dev, "ntt_dit_pass", data, (r, l), inverse, s, None)?;
+            self.pass(dev, PassKind::Dit, data, (r, l), inverse, s)?;
         }
         Ok(())
     }
