@@ -19,13 +19,7 @@
 #   part r: after moving msm.rs into msm/ (no kernel change but comments): GPU tests, MSM
 #           checks (default and 3 rounds forced), one resident 2^22 and 2^24 G1 MSM.
 # Usage: bash bench/h200-s10.sh v|p|q|f|g|h|r   (each fits one 600 s device call)
-set -u -o pipefail
-OUT=${OUT:-/tmp/cuzk-out}
-mkdir -p "$OUT"
-export XDG_CACHE_HOME=$PWD/.carry/cache RUST_LOG=${RUST_LOG:-warn}
-LOG=$OUT/part-$1.log
-exec > >(tee "$LOG") 2>&1
-t() { echo "== $* [$(date +%T)]"; }
+source "$(dirname "$0")/device-common.sh"
 case $1 in
 v)
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

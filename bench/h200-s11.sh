@@ -27,17 +27,7 @@
 #           3 pair rounds forced), and G1 MSMs at 2^14, 2^16, 2^18 with the new choice
 #           against the old one forced.
 # Usage: bash bench/h200-s11.sh a|b|c|d|e|f|g|h   (each fits one 600 s device call)
-set -u -o pipefail
-OUT=${OUT:-/tmp/cuzk-out}
-mkdir -p "$OUT"
-export XDG_CACHE_HOME=$PWD/.carry/cache RUST_LOG=${RUST_LOG:-warn}
-LOG=$OUT/part-$1.log
-exec > >(tee "$LOG") 2>&1
-t() { echo "== $* [$(date +%T)]"; }
-# SupraSeal baseline behind a wrapper that prints its process CPU time on exit.
-SS=/tmp/supraseal-timed.sh
-printf '#!/usr/bin/env bash\n%s/.carry/cuzk-supraseal-bench "$@"\nrc=$?\necho "supraseal process times (user sys / children):" >&2\ntimes >&2\nexit $rc\n' "$PWD" > $SS
-chmod +x $SS
+source "$(dirname "$0")/device-common.sh"
 h2h() { # log_n, then shape flags
   local lg=$1; shift
   t "bench prove $lg ${*:-default shape}: gpu vs supraseal"

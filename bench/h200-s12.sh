@@ -22,39 +22,10 @@
 #           head-to-head against SupraSeal C2 at 2^24 (PoRep-like default shape).
 #   part g: the final kernels (the Fr operand split as a loop): GPU tests, NTT and MSM checks.
 # Usage: bash bench/h200-s12.sh a|m|b|q|e|f|g   (each fits one 600 s device call)
-set -u -o pipefail
-OUT=${OUT:-/tmp/cuzk-out}
-mkdir -p "$OUT"
-export XDG_CACHE_HOME=$PWD/.carry/cache RUST_LOG=${RUST_LOG:-warn}
-LOG=$OUT/part-$1.log
-exec > >(tee "$LOG") 2>&1
-t() { echo "== $* [$(date +%T)]"; }
-# SupraSeal baseline behind a wrapper that prints its process CPU time on exit.
-SS=/tmp/supraseal-timed.sh
-printf '#!/usr/bin/env bash\n%s/.carry/cuzk-supraseal-bench "$@"\nrc=$?\necho "supraseal process times (user sys / children):" >&2\ntimes >&2\nexit $rc\n' "$PWD" > $SS
-chmod +x $SS
-h2h() { # timeout, log_n, then flags
-  local to=$1 lg=$2; shift 2
-  t "bench prove $lg ${*}"
-  local s=$(date +%s)
-  timeout $to .carry/cuzk bench prove --backend gpu --log-n $lg --reps 2 \
-    --seed 1668643435 --params-dir /tmp/cuzk-params --supraseal-bin $SS "$@" 2>&1 \
-    | grep -E '^\{|supraseal process|^[0-9]+m|generated' | cut -c1-2000
-  echo "wall $(( $(date +%s) - s )) s"
-}
-# GPU tests, NTT checks against the CPU to 2^16, MSM checks in G1 and G2 (parts f, g).
-gpu_checks() {
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
-  t "ntt checks to 2^16 against the CPU"
-  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
-  for g in g1 g2; do
-    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
-  done
-}
+source "$(dirname "$0")/device-common.sh"
 case $1 in
 a)
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  gpu_info
   t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
   for g in g1 g2; do
     t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
@@ -81,7 +52,7 @@ m)
   t "fieldmul"; timeout 200 .carry/fieldmul --budget 120 2>&1 | tail -80
   ;;
 b)
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  gpu_info
   t "fieldmul --quick: the crate's fp_dfma.cuh (V3, V5) against the CIOS product"
   timeout 60 .carry/fieldmul --quick 2>&1 | grep -E '"check"|^V|^var'
   t "backend 24, overlap 20 partitions x 2 workers (downloads after a stream sync)"
@@ -92,7 +63,7 @@ q)
   h2h 290 24 --compare supraseal --bit-fraction 0
   ;;
 f)
-  gpu_checks
+  gpu_info; gpu_checks
   for v in fp64 cios; do
     env=(); [ $v = cios ] && env=(CUZK_NVRTC_OPTS=-DFR_CIOS)
     t "ntt 20 22 24 and coset 24, Fr products: $v"
@@ -104,11 +75,11 @@ f)
   h2h 250 24 --compare supraseal
   ;;
 g)
-  gpu_checks
+  gpu_info; gpu_checks
   t "ntt 20 24"; timeout 60 .carry/gpu_bench ntt --runs 5 --seed 5 20 24 2>&1 | grep '^{' | cut -c1-300
   ;;
 e)
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  gpu_info
   t "ncu: the G1 accumulation with the FP64 products, 2^22"
   NCU=$(which ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   timeout 150 $NCU --clock-control none --section ComputeWorkloadAnalysis --section WarpStateStats \

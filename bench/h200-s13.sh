@@ -16,15 +16,10 @@
 #           2^22 with the two-worker overlap.
 # Usage: bash bench/h200-s13.sh n|h|d|x|o|f   (each fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+gpu_info
 case $1 in
 n)
-  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
-  t "ntt checks to 2^16 against the CPU (with the quotient)"
-  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
-  for g in g1 g2; do
-    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
-  done
+  gpu_checks
   t "ntt and quotient 20 22 24, coset 24"
   timeout 90 .carry/gpu_bench ntt --quotient --runs 5 --seed 5 20 22 24 2>&1 | grep '^{' | cut -c1-300
   timeout 60 .carry/gpu_bench ntt --coset --runs 5 --seed 5 24 2>&1 | grep '^{' | cut -c1-300
