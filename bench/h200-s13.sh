@@ -14,7 +14,9 @@
 #           two-worker overlap, the head-to-head at 2^24 against SupraSeal C2.
 #   part f: the final binaries (the witness fill as one closure): GPU tests, the backend at
 #           2^22 with the two-worker overlap.
-# Usage: bash bench/h200-s13.sh n|h|d|x|o|f   (each fits one 600 s device call)
+#   part r: after the review (shared Fp/Fr column loops, one end of the timed section, the
+#           pass kind): GPU tests, NTT and MSM checks, the backend at 2^22 with the overlap.
+# Usage: bash bench/h200-s13.sh n|h|d|x|o|f|r   (each fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -42,6 +44,11 @@ o)
   ;;
 f)
   t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t "backend 22, overlap 20 partitions x 2 workers"
+  timeout 120 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 22 2>&1 | grep '^{' | cut -c1-1400
+  ;;
+r)
+  gpu_checks
   t "backend 22, overlap 20 partitions x 2 workers"
   timeout 120 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 22 2>&1 | grep '^{' | cut -c1-1400
   ;;
