@@ -2,7 +2,7 @@
 //! pulls in the whole Filecoin stack), for a device machine that has no cargo:
 //!
 //! ```text
-//! gpu_bench msm g1|g2 [--resident] [--check] [--runs N] [--seed S] LOG_N...
+//! gpu_bench msm g1|g2 [--resident [--table]] [--check] [--runs N] [--seed S] LOG_N...
 //! gpu_bench ntt [--coset] [--quotient] [--check] [--check-max-lg K] [--runs N] [--seed S] LOG_N...
 //! gpu_bench backend [--runs N] [--seed S] [--cpu-max-lg K] [--chunk P] LOG_N...
 //!                  [--overlap P [--workers W]]
@@ -52,6 +52,7 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     let mut group = Group::G1;
     let (mut resident, mut check, mut coset, mut quotient) = (false, false, false, false);
+    let mut table = false;
     let (mut runs, mut seed, mut check_max_lg) = (5usize, None, 14u32);
     let (mut cpu_max_lg, mut chunk, mut partitions, mut workers) =
         (16u32, 1usize << 22, 20usize, 2usize);
@@ -69,6 +70,7 @@ fn run(args: &[String]) -> Result<(), String> {
             "g2" => group = Group::G2,
             "--resident" => resident = true,
             "--check" => check = true,
+            "--table" => table = true,
             "--coset" => coset = true,
             "--quotient" => quotient = true,
             "--runs" => runs = num("--runs")? as usize,
@@ -95,6 +97,7 @@ fn run(args: &[String]) -> Result<(), String> {
             chunk_log: 22,
             runs,
             check,
+            table,
             seed,
             device: 0,
         }),

@@ -4,7 +4,8 @@
 //
 // Phases, one kernel each (the host sequence lives in msm.rs):
 //   msm_scalars_canonical  Montgomery -> canonical scalars.
-//   msm_histogram          count each (window, bucket) pair: digit d != 0 goes to bucket |d|-1.
+//   msm_histogram          count each (window, bucket) pair: digit d != 0 goes to bucket |d|-1
+//                          (of its window's set: one set per window, or fewer with a table).
 //   scan_exclusive_u32     bucket start offsets (counting sort; the total lands at [m]).
 //   msm_scatter            scalar indices sorted by bucket, sign in bit 31.
 //   msm_accumulate_{g}     each thread sums K consecutive sorted points into XYZZ buckets
@@ -12,7 +13,7 @@
 //                          With `sorted` null the points are the bases in order (pair.cu's
 //                          pre-reduced buckets).
 //   msm_fixup_{g}          one thread per bucket: adds the partials of crossing buckets.
-//   msm_segments_{g}       per window, runs of SEG buckets: sum (b+1) B_b by running sums.
+//   msm_segments_{g}       per bucket set, runs of SEG buckets: sum (b+1) B_b by running sums.
 //   sum_groups_{g}         reduce rows of partial sums by a factor K (repeat until 1).
 //   msm_combine_{g}        Horner over windows: sum_w 2^(c w) W_w, to Jacobian.
 #include "ec.cuh"
@@ -26,7 +27,12 @@ extern "C" __global__ void msm_scalars_canonical(const fr_t* scalars, u32* out, 
     for (int j = 0; j < 8; j++) out[(u64)i * 8 + j] = s.v[j];
 }
 
-extern "C" __global__ void msm_histogram(const u32* canon, u32 n, u32 c, u32 nwin, u32* counts) {
+// Window w's digits go to bucket set w % sets and read their point from row w / sets of
+// the bases, `stride` points apart: sets = nwin and stride 0 is the plain MSM (one set per
+// window, every window reading bases[i]); sets < nwin is an MSM over a window table
+// (table.cu), whose row k holds 2^(c·sets·k) times each base.
+extern "C" __global__ void msm_histogram(const u32* canon, u32 n, u32 c, u32 nwin, u32 sets,
+                                         u32* counts) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const u32* s = canon + (u64)i * 8;
@@ -34,12 +40,12 @@ extern "C" __global__ void msm_histogram(const u32* canon, u32 n, u32 c, u32 nwi
     u32 carry = 0, neg = 0;
     for (u32 w = 0; w < nwin; w++) {
         u32 d = signed_digit(s, w, c, carry, neg);
-        if (d) atomicAdd(&counts[w * nb + d - 1], 1u);
+        if (d) atomicAdd(&counts[(w % sets) * nb + d - 1], 1u);
     }
 }
 
-extern "C" __global__ void msm_scatter(const u32* canon, u32 n, u32 c, u32 nwin, u32* cursor,
-                                       u32* sorted) {
+extern "C" __global__ void msm_scatter(const u32* canon, u32 n, u32 c, u32 nwin, u32 sets,
+                                       u32 stride, u32* cursor, u32* sorted) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const u32* s = canon + (u64)i * 8;
@@ -48,8 +54,8 @@ extern "C" __global__ void msm_scatter(const u32* canon, u32 n, u32 c, u32 nwin,
     for (u32 w = 0; w < nwin; w++) {
         u32 d = signed_digit(s, w, c, carry, neg);
         if (d) {
-            u32 pos = atomicAdd(&cursor[w * nb + d - 1], 1u);
-            sorted[pos] = i | (neg << 31);
+            u32 pos = atomicAdd(&cursor[(w % sets) * nb + d - 1], 1u);
+            sorted[pos] = ((w / sets) * stride + i) | (neg << 31);
         }
     }
 }

@@ -22,14 +22,15 @@ use std::time::Instant;
 use cuzk_groth16::{Assignment, Backend, BackendError, ComputeToken, MsmOutputs, ProveReport, Srs};
 use parking_lot::Mutex;
 
-use crate::arena::{DevRegion, VramArena, ALIGN};
+use crate::arena::{DevRegion, Scratch, VramArena, ALIGN};
 use crate::device::{Device, StageTimer};
 use crate::error::{drv, GpuError, Result};
 use crate::layout::{as_bytes, FR_BYTES, G2_AFFINE_BYTES};
+use crate::msm::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
 use crate::ntt::NttPlan;
 use crate::pinned::{PinnedBuf, PinnedPool};
 use crate::prepare::{fill_batched, shape_of_srs, staging_pieces, validate, UPLOAD_BATCH};
-use crate::residency::{fingerprint, resident_size, Query, ResidentSet, ResidentSrs};
+use crate::residency::{fingerprint, resident_size, Admit, Query, ResidentSet, ResidentSrs};
 use crate::slots::{SlotPool, SlotShape, SlotVec, SlotVecs};
 use crate::sums::{sum_resident, sum_scratch_bytes, sum_streamed, GroupOps, StreamBufs};
 use crate::sums::{G1_OPS, G2_OPS};
@@ -58,6 +59,20 @@ pub struct GpuBackendConfig {
     pub residency: Residency,
     /// Bases per chunk when streaming.
     pub stream_chunk_points: usize,
+    /// Device bytes the window table of a resident SRS's H query (`msm/table.rs`) may take
+    /// beyond the query itself; `None`: up to half of the budget left once the SRS is in
+    /// (the other half stays for other SRSs); `Some(0)`: no table. The default is `None`,
+    /// or `Some(0)` when the environment has `CUZK_GPU_H_TABLE=0`.
+    pub h_table_max_bytes: Option<u64>,
+}
+
+/// `Some(0)` (no window tables) when `CUZK_GPU_H_TABLE` is `0` or `off`.
+fn h_table_from_env() -> Option<u64> {
+    matches!(
+        std::env::var("CUZK_GPU_H_TABLE").as_deref(),
+        Ok("0") | Ok("off")
+    )
+    .then_some(0)
 }
 
 impl Default for GpuBackendConfig {
@@ -67,6 +82,7 @@ impl Default for GpuBackendConfig {
             vram_budget_bytes: None,
             residency: Residency::Auto,
             stream_chunk_points: 1 << 22,
+            h_table_max_bytes: h_table_from_env(),
         }
     }
 }
@@ -197,7 +213,8 @@ impl GpuBackend {
             return Ok(None);
         }
         let fp = fingerprint(srs);
-        self.srs
+        let resident = self
+            .srs
             .get_or_load(&self.dev, &self.pinned, srs, &fp, |need| {
                 let budget = match self.cfg.vram_budget_bytes {
                     Some(b) => b,
@@ -221,8 +238,47 @@ impl GpuBackend {
                         "srs does not fit the vram budget"
                     );
                 }
-                Ok(fits || self.cfg.residency == Residency::Resident)
-            })
+                if !fits && self.cfg.residency != Residency::Resident {
+                    return Ok(Admit::No);
+                }
+                let left = budget.saturating_sub(self.srs.bytes() + need);
+                let table_bytes = match self.cfg.h_table_max_bytes {
+                    _ if !fits => 0,
+                    Some(max) => max.min(left),
+                    None => left / 2,
+                };
+                Ok(Admit::Yes { table_bytes })
+            })?;
+        if let Some(r) = &resident {
+            self.build_table(r)?;
+        }
+        Ok(resident)
+    }
+
+    /// Builds the H window table of `r` if it has one still unbuilt, under the compute
+    /// token (its kernels must not run inside another prove's kernels' time).
+    fn build_table(&self, r: &ResidentSrs) -> Result<()> {
+        let Some(t) = r.table_pending() else {
+            return Ok(());
+        };
+        let _token = self.token.acquire();
+        let start = Instant::now();
+        let built = r.build_table(|h, t| {
+            build_table_g1(&self.dev, h, t)?;
+            self.dev.sync_compute()
+        })?;
+        if built {
+            tracing::info!(
+                gpu = self.dev.ordinal(),
+                c = t.c,
+                sets = t.sets,
+                rows = t.rows(),
+                bytes = t.bytes(),
+                ms = start.elapsed().as_millis() as u64,
+                "h window table built"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -281,13 +337,32 @@ fn shared_need(shape: &SlotShape, resident: bool, chunk: usize) -> usize {
     NttPlan::table_bytes(shape.lg) + sums + (8 << 20)
 }
 
-/// Where the bases come from in the kernel section.
+/// Where the bases come from in the kernel section: resident (the five query regions, the
+/// H window table if built, the scratch) or streamed.
 enum Bases<'a> {
-    Resident([DevRegion<'a>; 5], DevRegion<'a>),
+    Resident([DevRegion<'a>; 5], Option<WindowTable>, DevRegion<'a>),
     Streamed(StreamBufs<'a>, &'a Srs),
 }
 
 impl Bases<'_> {
+    /// The H sum: over the window table when there is one (and the scratch holds its MSM),
+    /// else as every other sum.
+    fn sum_h(
+        &mut self,
+        dev: &Arc<Device>,
+        scalars: &DevRegion<'_>,
+        n: usize,
+    ) -> Result<blstrs::G1Projective> {
+        if let Bases::Resident(r, Some(t), scratch) = self {
+            if t.n == n && table_scratch_bytes(t) <= scratch.bytes() {
+                let scratch = Scratch::within(scratch);
+                let scalars = scalars.slice(0, n * FR_BYTES)?;
+                return msm_table_g1(dev, &scratch, &r[Query::H as usize], t, &scalars, n);
+            }
+        }
+        self.sum(dev, &G1_OPS, Query::H, scalars, n, false)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn sum<P: group::Group>(
         &mut self,
@@ -300,7 +375,7 @@ impl Bases<'_> {
     ) -> Result<P> {
         let scalars = scalars.slice(0, n * FR_BYTES)?;
         match self {
-            Bases::Resident(r, scratch) => {
+            Bases::Resident(r, _, scratch) => {
                 sum_resident(dev, scratch, ops, &r[q as usize], &scalars, n, split)
             }
             Bases::Streamed(sb, srs) => {
@@ -557,7 +632,7 @@ impl GpuBackend {
             Some(r) => {
                 let scratch = arena.region(used, rest)?;
                 return r.with_regions(|q| {
-                    let mut b = Bases::Resident(q, scratch);
+                    let mut b = Bases::Resident(q, r.table(), scratch);
                     let h = abc[1];
                     self.sums(
                         &mut b,
@@ -626,7 +701,7 @@ impl GpuBackend {
         let dev = &self.dev;
         *stage = "msm_h";
         self.fault_at("msm_h")?;
-        let h = bases.sum(dev, &G1_OPS, Query::H, &h_coeffs, srs.h.len(), false)?;
+        let h = bases.sum_h(dev, &h_coeffs, srs.h.len())?;
         timer.mark("msm_h")?;
         *stage = "msm_l";
         self.fault_at("msm_l")?;

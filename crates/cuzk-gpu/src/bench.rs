@@ -32,6 +32,9 @@ pub struct MsmBench {
     pub runs: usize,
     /// Run the MSM / classification / batch-addition checks first.
     pub check: bool,
+    /// G1 resident only: after the plain MSM, build the window table that
+    /// [`msm::WindowTable::choose`] picks with no memory limit and time the MSM over it.
+    pub table: bool,
     /// RNG seed (None: from the clock).
     pub seed: Option<u64>,
     /// Device ordinal.
@@ -204,6 +207,11 @@ pub fn run_msm(args: &MsmBench) -> Result<()> {
         };
         let consistent = results.windows(2).all(|w| w[0] == w[1]);
         let med = median(ms.clone());
+        drop(arena);
+        if args.table && args.resident && group == Group::G1 {
+            let plain = results.last().cloned().unwrap_or_default();
+            run_msm_table(&dev, args.runs, &g1v, &scalars, &plain, med, seed)?;
+        }
         let c = msm::window_bits(n);
         let nwin = 256u32.div_ceil(c) as f64;
         // Bucket accumulation: one mixed XYZZ addition per point and window, 10 Fp products
@@ -227,6 +235,66 @@ pub fn run_msm(args: &MsmBench) -> Result<()> {
                 "msm results differ between runs at 2^{lg}: a race"
             )));
         }
+    }
+    Ok(())
+}
+
+/// The table part of `bench msm --table`: builds the window table over `bases` (timed),
+/// then times the MSM over it; one JSON line, with whether its result equals `plain` (the
+/// plain MSM's affine point, printed) and its ratio to the plain median `plain_ms`.
+fn run_msm_table(
+    dev: &Arc<Device>,
+    runs: usize,
+    bases: &[blstrs::G1Affine],
+    scalars: &[blstrs::Scalar],
+    plain: &[u8],
+    plain_ms: f64,
+    seed: u64,
+) -> Result<()> {
+    let n = bases.len();
+    let t = msm::WindowTable::choose(n, usize::MAX)
+        .ok_or_else(|| GpuError::Input(format!("no window table pays at {n} points")))?;
+    let scratch_bytes = msm::table_scratch_bytes(&t) + (16 << 20);
+    let arena = VramArena::new(
+        dev.clone(),
+        t.bytes() + n * FR_BYTES + scratch_bytes + (1 << 20),
+    )?;
+    let table = arena.alloc(t.bytes())?;
+    let scal_r = arena.alloc(n * FR_BYTES)?;
+    dev.upload(&scal_r, as_bytes(scalars))?;
+    dev.upload(
+        &table.slice(0, std::mem::size_of_val(bases))?,
+        as_bytes(bases),
+    )?;
+    let mut scratch = arena.scratch(scratch_bytes)?;
+    let start = std::time::Instant::now();
+    msm::build_table_g1(dev, &table, &t)?;
+    dev.sync_compute()?;
+    let build_ms = start.elapsed().as_secs_f64() * 1e3;
+    let mut results: Vec<Vec<u8>> = Vec::new();
+    let ms = time_runs(dev, runs, || {
+        scratch.reset();
+        let p = msm::msm_table_g1(dev, &scratch, &table, &t, &scal_r, n)?;
+        results.push(format!("{:?}", p.to_affine()).into_bytes());
+        Ok(())
+    })?;
+    let consistent = results.windows(2).all(|w| w[0] == w[1]);
+    let matches = results.last().is_some_and(|r| r.as_slice() == plain);
+    let med = median(ms.clone());
+    println!(
+        "{}",
+        serde_json::json!({
+            "op": "msm_g1_table", "n": n, "gpu": dev.name(), "ms": med, "runs_ms": ms,
+            "plain_ms": plain_ms, "speedup": plain_ms / med,
+            "c": t.c, "sets": t.sets, "rows": t.rows(), "table_bytes": t.bytes(),
+            "build_ms": build_ms, "matches_plain": matches,
+            "results_consistent": consistent, "seed": seed,
+        })
+    );
+    if !consistent || !matches {
+        return Err(GpuError::Input(format!(
+            "window-table msm at {n} points: consistent {consistent}, equals plain {matches}"
+        )));
     }
     Ok(())
 }

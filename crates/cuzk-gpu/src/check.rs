@@ -509,6 +509,103 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
         "msm of ones differs",
     ));
     out.extend(check_fixed_base(dev, seed)?);
+    out.extend(check_msm_table(dev, seed, big)?);
+    Ok(out)
+}
+
+/// Window tables (`msm/table.rs`): every row of the built table against repeated doubling
+/// on the CPU, and the table MSM against blstrs, for several widths and set counts (one set,
+/// a few, one per window) and the table [`WindowTable::choose`] picks; bases with points at
+/// infinity and repeats, scalars with zeros, ones and r − 1, and all-zero scalars.
+///
+/// # Errors
+/// Device errors.
+pub fn check_msm_table(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOutcome>> {
+    use crate::msm::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
+    const G1_BYTES: usize = crate::layout::G1_AFFINE_BYTES;
+    let mut out = Vec::new();
+    let mut sizes = vec![1usize, 2, 3, 257, 1000, 4097];
+    if big > 0 {
+        sizes.push(big);
+    }
+    for (si, &n) in sizes.iter().enumerate() {
+        let s = seed.wrapping_add(7000 + si as u64);
+        let mut shapes = vec![(8, 1), (13, 2), (16, 3), (11, 24)];
+        if let Some(t) = WindowTable::choose(n, usize::MAX) {
+            shapes.push((t.c, t.sets));
+        }
+        let mut bases = random_g1(n, s);
+        for i in (0..n).step_by(13) {
+            bases[i] = G1Affine::identity();
+        }
+        for i in (5..n).step_by(17) {
+            bases[i] = bases[i - 1];
+        }
+        let proj: Vec<G1Projective> = bases.iter().map(|p| p.to_curve()).collect();
+        let scalars = edge_scalars(n, s);
+        let expect = G1Projective::multi_exp(&proj, &scalars);
+        for (c, sets) in shapes {
+            let t = WindowTable::new(n, c, sets)?;
+            let scratch_bytes = table_scratch_bytes(&t) + (16 << 20);
+            // Each allocation starts aligned: room for the padding of three.
+            let arena = VramArena::new(
+                dev.clone(),
+                t.bytes() + n * FR_BYTES + scratch_bytes + 3 * crate::arena::ALIGN,
+            )?;
+            let table = arena.alloc(t.bytes())?;
+            let scal_r = arena.alloc(n * FR_BYTES)?;
+            let mut scratch = arena.scratch(scratch_bytes)?;
+            dev.upload(&table.slice(0, n * G1_BYTES)?, as_bytes(&bases))?;
+            build_table_g1(dev, &table, &t)?;
+            let name = format!("table g1 c={c} sets={sets} rows={} n={n}", t.rows());
+            // Rows, for the smaller sizes (the CPU doubles every point rows · c · sets times).
+            if n <= 4097 {
+                let mut got = vec![0u8; t.bytes()];
+                dev.download(&mut got, &table)?;
+                let mut row = proj.clone();
+                let mut first_bad = None;
+                for k in 0..t.rows() as usize {
+                    if k > 0 {
+                        for p in row.iter_mut() {
+                            for _ in 0..t.row_doublings() {
+                                *p = p.double();
+                            }
+                        }
+                    }
+                    let mut aff = vec![G1Affine::identity(); n];
+                    G1Projective::batch_normalize(&row, &mut aff);
+                    let want = as_bytes(&aff);
+                    if got[k * n * G1_BYTES..(k + 1) * n * G1_BYTES] != *want {
+                        first_bad = Some(k);
+                        break;
+                    }
+                }
+                out.push(outcome(
+                    format!("{name} rows"),
+                    first_bad.is_none(),
+                    s,
+                    &format!("row {first_bad:?} differs from 2^(c·sets·k) · base"),
+                ));
+            }
+            dev.upload(&scal_r, as_bytes(&scalars))?;
+            let got = msm_table_g1(dev, &scratch, &table, &t, &scal_r, n)?;
+            out.push(outcome(
+                format!("{name} msm"),
+                got == expect,
+                s,
+                "sum differs from blstrs multi_exp",
+            ));
+            scratch.reset();
+            dev.upload(&scal_r, as_bytes(&vec![Scalar::ZERO; n]))?;
+            let zero = msm_table_g1(dev, &scratch, &table, &t, &scal_r, n)?;
+            out.push(outcome(
+                format!("{name} zero scalars"),
+                bool::from(zero.is_identity()),
+                s,
+                "sum of zero scalars is not infinity",
+            ));
+        }
+    }
     Ok(out)
 }
 

@@ -26,17 +26,20 @@ pub enum KernelId {
     FixedBase,
     /// `pair.cu`: batch-affine pairwise pre-reduction of G1 MSM buckets.
     Pair,
+    /// `table.cu`: rows of a G1 window table (the resident H query's precomputation).
+    Table,
 }
 
 impl KernelId {
     /// Every module, in build order.
-    pub const ALL: [KernelId; 6] = [
+    pub const ALL: [KernelId; 7] = [
         KernelId::Ntt,
         KernelId::Msm,
         KernelId::Classify,
         KernelId::BatchAdd,
         KernelId::FixedBase,
         KernelId::Pair,
+        KernelId::Table,
     ];
 
     /// Module name (the file stem).
@@ -48,6 +51,7 @@ impl KernelId {
             KernelId::BatchAdd => "batch_add",
             KernelId::FixedBase => "fixed_base",
             KernelId::Pair => "pair",
+            KernelId::Table => "table",
         }
     }
 
@@ -60,6 +64,7 @@ impl KernelId {
             KernelId::BatchAdd => include_str!("../kernels/batch_add.cu"),
             KernelId::FixedBase => include_str!("../kernels/fixed_base.cu"),
             KernelId::Pair => include_str!("../kernels/pair.cu"),
+            KernelId::Table => include_str!("../kernels/table.cu"),
         }
     }
 
@@ -70,11 +75,12 @@ impl KernelId {
 }
 
 /// Headers the modules include, by name.
-const HEADERS: [(&str, &str); 4] = [
+const HEADERS: [(&str, &str); 5] = [
     ("field.cuh", include_str!("../kernels/field.cuh")),
     ("fp_dfma.cuh", include_str!("../kernels/fp_dfma.cuh")),
     ("ec.cuh", include_str!("../kernels/ec.cuh")),
     ("digits.cuh", include_str!("../kernels/digits.cuh")),
+    ("inverse.cuh", include_str!("../kernels/inverse.cuh")),
 ];
 
 /// NVRTC options besides the architecture.

@@ -5,8 +5,13 @@
 //! one allocation per SRS; an SRS in use by a compute call is never evicted, and idle ones
 //! leave least-recently-used first when a new one needs the room. What does not fit is
 //! streamed by the backend instead (backend.rs decides, `streamed.rs` streams).
+//!
+//! When the budget leaves room, the H query's allocation is widened into a window table
+//! (`msm/table.rs`): the query is row 0, and the rows after it are built on the device under
+//! the compute token by the first user ([`ResidentSrs::table_pending`]); until then the
+//! plain MSM reads row 0.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cuzk_groth16::Srs;
@@ -17,6 +22,7 @@ use crate::arena::{DevRegion, VramArena, ALIGN};
 use crate::device::Device;
 use crate::error::{GpuError, Result};
 use crate::layout::{as_bytes, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
+use crate::msm::WindowTable;
 use crate::pinned::PinnedPool;
 
 /// SHA-256 identity of an SRS.
@@ -80,20 +86,38 @@ fn query_bytes(srs: &Srs) -> [(usize, &[u8], usize); 5] {
     ]
 }
 
-/// Offsets and lengths of the five queries in one allocation, and the total.
-fn srs_layout(srs: &Srs) -> ([(usize, usize); 5], usize) {
+/// Offsets and lengths of the five queries in one allocation, and the total; the H query's
+/// region holds `h_rows` rows of its points (a window table when more than one).
+fn srs_layout(srs: &Srs, h_rows: usize) -> ([(usize, usize); 5], usize) {
     let mut out = [(0, 0); 5];
     let mut at = 0;
-    for (o, (_, bytes, _)) in out.iter_mut().zip(query_bytes(srs)) {
-        *o = (at, bytes.len());
-        at = (at + bytes.len()).next_multiple_of(ALIGN);
+    for (i, (o, (_, bytes, _))) in out.iter_mut().zip(query_bytes(srs)).enumerate() {
+        let len = if i == Query::H as usize {
+            bytes.len() * h_rows.max(1)
+        } else {
+            bytes.len()
+        };
+        *o = (at, len);
+        at = (at + len).next_multiple_of(ALIGN);
     }
     (out, at.max(ALIGN))
 }
 
-/// Device bytes `srs` takes when resident.
+/// Device bytes `srs` takes when resident, without a window table.
 pub fn resident_size(srs: &Srs) -> u64 {
-    srs_layout(srs).1 as u64
+    srs_layout(srs, 1).1 as u64
+}
+
+/// What the budget lets [`ResidentSet::get_or_load`] upload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Nothing: the SRS stays on the host.
+    No,
+    /// The SRS, and a window table for its H query of at most `table_bytes` beyond it.
+    Yes {
+        /// Bytes a table's rows after the first may take (0: no table).
+        table_bytes: u64,
+    },
 }
 
 /// One SRS in device memory.
@@ -105,6 +129,11 @@ pub struct ResidentSrs {
     layout: [(usize, usize); 5],
     bytes: u64,
     last_used: AtomicU64,
+    /// The H query's window table, its rows after the first built once `table_ready`.
+    table: Option<WindowTable>,
+    table_ready: AtomicBool,
+    /// Held while the table is built (under the compute token, taken first).
+    table_build: Mutex<()>,
 }
 
 impl ResidentSrs {
@@ -127,6 +156,40 @@ impl ResidentSrs {
     /// Device bytes held.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The H query's window table, once built.
+    pub fn table(&self) -> Option<WindowTable> {
+        self.table
+            .filter(|_| self.table_ready.load(Ordering::Acquire))
+    }
+
+    /// The H query's window table while its rows are still to be built.
+    pub fn table_pending(&self) -> Option<WindowTable> {
+        self.table
+            .filter(|_| !self.table_ready.load(Ordering::Acquire))
+    }
+
+    /// Builds the window table's rows if nobody has: `build` gets the H region (row 0 is
+    /// the query) and must enqueue the rows and wait for them. The caller holds the compute
+    /// token. Returns whether this call built it.
+    ///
+    /// # Errors
+    /// Whatever `build` returns; the table then stays unbuilt (the next caller retries).
+    pub fn build_table(
+        &self,
+        build: impl FnOnce(&DevRegion<'_>, &WindowTable) -> Result<()>,
+    ) -> Result<bool> {
+        let Some(t) = self.table else {
+            return Ok(false);
+        };
+        let _building = self.table_build.lock();
+        if self.table_ready.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.with_regions(|q| build(&q[Query::H as usize], &t))?;
+        self.table_ready.store(true, Ordering::Release);
+        Ok(true)
     }
 }
 
@@ -233,7 +296,8 @@ impl ResidentSet {
     }
 
     /// The resident copy of `srs`, uploading it when absent and `admit(bytes)` says it may
-    /// (the closure makes room or refuses). `Ok(None)`: not resident and not admitted.
+    /// (the closure makes room or refuses, and says how much a window table may add).
+    /// `Ok(None)`: not resident and not admitted.
     ///
     /// # Errors
     /// Allocation or upload errors.
@@ -243,7 +307,7 @@ impl ResidentSet {
         pinned: &Arc<PinnedPool>,
         srs: &Srs,
         fp: &Fingerprint,
-        admit: impl FnOnce(u64) -> Result<bool>,
+        admit: impl FnOnce(u64) -> Result<Admit>,
     ) -> Result<Option<Arc<ResidentSrs>>> {
         if let Some(r) = self.find(fp) {
             return Ok(Some(r));
@@ -252,14 +316,22 @@ impl ResidentSet {
         if let Some(r) = self.find(fp) {
             return Ok(Some(r));
         }
-        let (layout, total) = srs_layout(srs);
-        if !admit(total as u64)? {
-            return Ok(None);
-        }
+        let plain = srs_layout(srs, 1).1;
+        let table_bytes = match admit(plain as u64)? {
+            Admit::No => return Ok(None),
+            Admit::Yes { table_bytes } => table_bytes,
+        };
+        let h_bytes = srs.h.len() * G1_AFFINE_BYTES;
+        let table = WindowTable::choose(
+            srs.h.len(),
+            h_bytes.saturating_add(usize::try_from(table_bytes).unwrap_or(usize::MAX)),
+        );
+        let (layout, total) = srs_layout(srs, table.map_or(1, |t| t.rows() as usize));
         let t = std::time::Instant::now();
         let arena = VramArena::new(dev.clone(), total)?;
-        for ((off, bytes), (_, src, _)) in layout.iter().zip(query_bytes(srs)) {
-            staged_upload(dev, pinned, &arena.region(*off, *bytes)?, src)?;
+        for ((off, _), (_, src, _)) in layout.iter().zip(query_bytes(srs)) {
+            // Each query at the start of its region (H's row 0).
+            staged_upload(dev, pinned, &arena.region(*off, src.len())?, src)?;
         }
         self.uploads.fetch_add(1, Ordering::Relaxed);
         tracing::info!(
@@ -267,6 +339,7 @@ impl ResidentSet {
             bytes = total,
             ms = t.elapsed().as_millis() as u64,
             fingerprint = %hex::encode(&fp[..8]),
+            h_table = ?table,
             "srs resident in vram"
         );
         let r = Arc::new(ResidentSrs {
@@ -275,6 +348,9 @@ impl ResidentSet {
             layout,
             bytes: total as u64,
             last_used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
+            table,
+            table_ready: AtomicBool::new(false),
+            table_build: Mutex::new(()),
         });
         self.list.lock().push(r.clone());
         Ok(Some(r))

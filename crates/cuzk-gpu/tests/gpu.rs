@@ -140,6 +140,46 @@ fn cpu_and_gpu_proofs_both_verify_with_equal_sums() {
     assert_eq!(c, s, "seed {seed}: streamed");
 }
 
+// See: #4 (fixed-base precomputation on the resident SRS).
+#[test]
+fn h_window_table_is_built_once_and_gives_the_same_sums() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let (srs, asg) = circuit(&dev, 13, seed);
+    let plain_bytes = cuzk_gpu::residency::resident_size(&srs);
+    let with = GpuBackend::new(dev.clone());
+    let without = GpuBackend::with_config(
+        dev.clone(),
+        GpuBackendConfig {
+            h_table_max_bytes: Some(0),
+            ..GpuBackendConfig::default()
+        },
+    );
+    if std::env::var_os("CUZK_GPU_H_TABLE").is_some()
+        || std::env::var_os("CUZK_GPU_MSM_C").is_some()
+    {
+        eprintln!("skipped: CUZK_GPU_H_TABLE or CUZK_GPU_MSM_C is set");
+        return;
+    }
+    // Preloading builds the table (H has 2^13 - 1 points: a table of several rows pays).
+    assert!(with.preload(&srs).expect("preload") > plain_bytes);
+    assert_eq!(without.preload(&srs).expect("preload"), plain_bytes);
+    proves(&with, &srs, &asg, seed);
+    proves(&without, &srs, &asg, seed);
+    let a = with
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("gpu with table");
+    let b = without
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("gpu without table");
+    let c = CpuBackend::new()
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("cpu");
+    assert_eq!(a, c, "seed {seed}: with the table");
+    assert_eq!(b, c, "seed {seed}: without the table");
+    assert_eq!(with.srs_uploads(), 1);
+}
+
 #[test]
 fn srs_stays_resident_across_proofs() {
     let Some(dev) = device() else { return };

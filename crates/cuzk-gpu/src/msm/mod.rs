@@ -3,7 +3,8 @@
 //! bucket accumulation, per-window running sums, reductions, Horner combine). Bases are
 //! device-resident (an arena region holding blst affine points, optionally addressed through
 //! an index list); [`msm_streamed_g1`] / [`msm_streamed_g2`] stream them from host memory
-//! in chunks instead. On request (`CUZK_GPU_MSM_PAIR`) the G1 bucket accumulation
+//! in chunks instead; [`msm_table_g1`] runs over a window table of resident bases
+//! (`table.rs`). On request (`CUZK_GPU_MSM_PAIR`) the G1 bucket accumulation
 //! is preceded by batch-affine pair rounds (`pair.rs`), off by default since they stopped
 //! paying; the multi-block scan lives in `scan.rs`, the
 //! streamed MSM in `streamed.rs`.
@@ -11,10 +12,12 @@
 mod pair;
 mod scan;
 mod streamed;
+mod table;
 
 use pair::{pair_accumulate, PairInput};
 pub(crate) use scan::{scan_exclusive, scan_scratch_bytes};
 pub use streamed::{msm_streamed_g1, msm_streamed_g2};
+pub use table::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
 
 use blstrs::{G1Projective, G2Projective};
 use group::Group as _;
@@ -139,21 +142,29 @@ fn acc_split_total(total: usize) -> (u32, usize) {
 
 struct Shape {
     c: u32,
+    /// Digit windows.
     nwin: u32,
     nb: u32,
+    /// Bucket sets: nwin for a plain MSM, fewer over a window table (`table.rs`).
+    sets: u32,
+    /// Points between rows of a window table (0: a plain MSM, every window reads row 0).
+    stride: usize,
 }
 
 impl Shape {
     fn new(n: usize) -> Shape {
         let c = window_bits(n);
+        let nwin = 256u32.div_ceil(c);
         Shape {
             c,
-            nwin: 256u32.div_ceil(c),
+            nwin,
             nb: 1 << (c - 1),
+            sets: nwin,
+            stride: 0,
         }
     }
     fn buckets(&self) -> usize {
-        self.nwin as usize * self.nb as usize
+        self.sets as usize * self.nb as usize
     }
     /// Buckets per running-sum thread: a power of two dividing nb.
     fn seg(&self) -> u32 {
@@ -172,7 +183,10 @@ impl Shape {
 
 /// Scratch bytes an MSM of n points in `group` needs.
 pub fn scratch_bytes(group: Group, n: usize) -> usize {
-    let s = Shape::new(n);
+    shape_scratch_bytes(&Shape::new(n), group, n)
+}
+
+fn shape_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
     let m = s.buckets();
     let a = crate::arena::ALIGN;
     n * FR_BYTES
@@ -186,12 +200,12 @@ pub fn scratch_bytes(group: Group, n: usize) -> usize {
         + a
         + 2 * s.acc_split(n).1 * group.xyzz_bytes()
         + 2 * a
-        + 2 * s.nwin as usize * s.nseg() as usize * group.xyzz_bytes()
+        + 2 * s.sets as usize * s.nseg() as usize * group.xyzz_bytes()
         + 2 * a
         + 32 * group.jacobian_bytes()
         + a
         + s.pair_plan(group, n)
-            .map_or(0, |p| p.scratch_bytes(&s, n, group))
+            .map_or(0, |p| p.scratch_bytes(s, n, group))
 }
 
 /// Scratch bytes an MSM of n points needs in whichever group needs more.
@@ -200,7 +214,8 @@ pub fn scratch_bytes_any(n: usize) -> usize {
 }
 
 /// An enqueued MSM: the per-window sums W_w (Jacobian, on the device) of Σ s_i·P_i =
-/// Σ_w 2^(c·w)·W_w. The Horner combination runs on the CPU ([`MsmOut::finish_g1`]): 256
+/// Σ_w 2^(c·w)·W_w (over a window table, one sum per bucket set: the same formula with
+/// `nwin` = sets). The Horner combination runs on the CPU ([`MsmOut::finish_g1`]): 256
 /// doublings are ~0.1 ms with blst but ~6 ms in one GPU thread.
 #[derive(Clone, Copy, Debug)]
 pub struct MsmOut<'s> {
@@ -333,7 +348,31 @@ pub fn msm_enqueue<'s>(
         }
         _ => {}
     }
-    let s = Shape::new(n);
+    enqueue_shape(
+        dev,
+        scratch,
+        group,
+        &Shape::new(n),
+        bases,
+        base_idx,
+        scalars,
+        n,
+    )
+}
+
+/// [`msm_enqueue`] with a given shape (a plain one, or a window table's); arguments checked
+/// by the callers.
+#[allow(clippy::too_many_arguments)]
+fn enqueue_shape<'s>(
+    dev: &Device,
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    s: &Shape,
+    bases: &DevRegion<'_>,
+    base_idx: Option<&DevRegion<'_>>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<MsmOut<'s>> {
     let m = s.buckets();
     if (n as u64) * (s.nwin as u64) >= u32::MAX as u64 {
         return Err(GpuError::Input(format!(
@@ -349,11 +388,13 @@ pub fn msm_enqueue<'s>(
     let sorted = scratch.alloc(n * s.nwin as usize * 4)?;
     let buckets = scratch.alloc(m * group.xyzz_bytes())?;
     let nseg = s.nseg();
-    let part_len = s.nwin as usize * nseg as usize * group.xyzz_bytes();
+    let part_len = s.sets as usize * nseg as usize * group.xyzz_bytes();
     let part_a = scratch.alloc(part_len)?;
     let part_b = scratch.alloc(part_len)?;
-    let out = scratch.alloc(s.nwin as usize * group.jacobian_bytes())?;
-    let mut prof = PhaseTimer::start(dev, || format!("msm {group:?} n={n} c={}", s.c))?;
+    let out = scratch.alloc(s.sets as usize * group.jacobian_bytes())?;
+    let mut prof = PhaseTimer::start(dev, || {
+        format!("msm {group:?} n={n} c={} sets={}", s.c, s.sets)
+    })?;
     let mut mark = |name: &'static str| -> Result<()> {
         match prof.as_mut() {
             Some(p) => p.mark(name),
@@ -365,9 +406,10 @@ pub fn msm_enqueue<'s>(
     // SAFETY (every launch! below): the arguments follow each kernel's parameter list in
     // msm.cu; canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
     // n * nwin entries, buckets m points (the accumulation and its partials: see
-    // accumulate_buckets), part_a/part_b nwin * nseg points; grids cover n, m,
-    // acc_threads or nwin * nseg threads and every kernel checks its index against those
-    // bounds.
+    // accumulate_buckets), part_a/part_b sets * nseg points; grids cover n, m,
+    // acc_threads or sets * nseg threads and every kernel checks its index against those
+    // bounds. With a window table the bases hold rows * stride points, every entry
+    // (row * stride + i) below that (table.rs).
     let (sc, cn) = (scalars.ptr(), canon.ptr());
     launch!(
         dev,
@@ -379,7 +421,8 @@ pub fn msm_enqueue<'s>(
         &n32
     )?;
     mark("canonical")?;
-    let (c, nwin, cnt) = (s.c, s.nwin, counts.ptr());
+    let (c, nwin, sets, cnt) = (s.c, s.nwin, s.sets, counts.ptr());
+    let stride = s.stride as u32;
     launch!(
         dev,
         KernelId::Msm,
@@ -389,6 +432,7 @@ pub fn msm_enqueue<'s>(
         &n32,
         &c,
         &nwin,
+        &sets,
         &cnt
     )?;
     mark("histogram")?;
@@ -405,6 +449,8 @@ pub fn msm_enqueue<'s>(
         &n32,
         &c,
         &nwin,
+        &sets,
+        &stride,
         &cu,
         &so
     )?;
@@ -421,7 +467,7 @@ pub fn msm_enqueue<'s>(
             sorted: so,
             starts: st,
         };
-        pair_accumulate(dev, scratch, &s, &plan, n, &input, bk, &mut mark)?;
+        pair_accumulate(dev, scratch, s, &plan, n, &input, bk, &mut mark)?;
     } else {
         // The pair path carves its own (per window group) partials.
         let (acc_k, acc_threads) = s.acc_split(n);
@@ -450,10 +496,10 @@ pub fn msm_enqueue<'s>(
         dev,
         KernelId::Msm,
         group.kernel("msm_segments")?,
-        Device::grid(nwin as u64 * nseg as u64, group.block()),
+        Device::grid(sets as u64 * nseg as u64, group.block()),
         &bk,
         &nb,
-        &nwin,
+        &sets,
         &seg,
         &pa
     )?;
@@ -468,9 +514,9 @@ pub fn msm_enqueue<'s>(
             dev,
             KernelId::Msm,
             group.kernel("sum_groups")?,
-            Device::grid(nwin as u64 * out_len as u64, group.block()),
+            Device::grid(sets as u64 * out_len as u64, group.block()),
             &i,
-            &nwin,
+            &sets,
             &len,
             &k,
             &o
@@ -484,10 +530,10 @@ pub fn msm_enqueue<'s>(
         dev,
         KernelId::Msm,
         group.kernel("to_jacobian")?,
-        Device::grid(nwin as u64, 32),
+        Device::grid(sets as u64, 32),
         &src,
         &op,
-        &nwin
+        &sets
     )?;
     mark("to_jacobian")?;
     if let Some(p) = prof {
@@ -495,7 +541,7 @@ pub fn msm_enqueue<'s>(
     }
     Ok(MsmOut {
         windows: out,
-        nwin,
+        nwin: sets,
         c,
     })
 }

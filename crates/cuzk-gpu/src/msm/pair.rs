@@ -102,7 +102,8 @@ impl Shape {
     /// bucket holds at least four points, never more than would leave about two points per
     /// bucket.
     fn pair_plan_with(&self, group: Group, n: usize, max_rounds: u32) -> Option<PairPlan> {
-        if group != Group::G1 {
+        // The rounds pair points within one window's buckets: plain MSMs only.
+        if group != Group::G1 || self.sets != self.nwin {
             return None;
         }
         let mean = n / self.nb as usize;

@@ -27,6 +27,10 @@ pub struct MsmArgs {
     /// Run the device-vs-CPU MSM, classification and batch-addition checks first.
     #[arg(long)]
     check: bool,
+    /// With --resident in G1: also build a window table over the bases (fixed-base
+    /// precomputation, as for the resident H query) and time the MSM over it.
+    #[arg(long)]
+    table: bool,
     /// RNG seed (printed; default from the clock).
     #[arg(long)]
     seed: Option<u64>,
@@ -78,6 +82,7 @@ pub fn run_msm(args: MsmArgs) -> anyhow::Result<()> {
         chunk_log: args.chunk_log,
         runs: args.runs,
         check: args.check,
+        table: args.table,
         seed: args.seed,
         device: args.device,
     };

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session of 2026-11-30 22:00 UTC on an H200 (docs/benchmarks.md):
+#   part p: where the time goes now: per-phase device profile of resident G1 MSMs at 2^22 and
+#           2^24 (the H query's shape), and of one resident backend prove at 2^24 with every
+#           MSM's phases (PoRep-like shape).
+#   part t: window tables for the resident H query (fixed-base precomputation): GPU tests,
+#           MSM checks in G1 (with the table checks) and G2, the table MSM against the
+#           plain one at 2^20/2^22/2^24 and its phases at 2^24, the backend at 2^24 with the
+#           two-worker overlap.
+# Usage: bash bench/h200-s14.sh p|t   (each part fits one 600 s device call)
+source "$(dirname "$0")/device-common.sh"
+gpu_info
+case $1 in
+p)
+  t "profile: resident G1 MSM 22 24"
+  CUZK_GPU_PROFILE=1 timeout 150 .carry/gpu_bench msm g1 --resident --runs 1 --seed 5 22 24 2>&1 | grep -v '^$' | cut -c1-600
+  t "profile: resident G2 MSM 22"
+  CUZK_GPU_PROFILE=1 timeout 100 .carry/gpu_bench msm g2 --resident --runs 1 --seed 5 22 2>&1 | grep -v '^$' | cut -c1-600
+  t "profile: backend 24"
+  CUZK_GPU_PROFILE=1 timeout 200 .carry/gpu_bench backend --runs 1 --seed 7 24 2>&1 | grep -v '^$' | cut -c1-1400
+  ;;
+t)
+  gpu_checks
+  t "msm g1 plain vs window table 20 22 24"
+  timeout 150 .carry/gpu_bench msm g1 --resident --table --runs 3 --seed 5 20 22 24 2>&1 | grep '^{' | cut -c1-600
+  t "profile: table msm 24"
+  CUZK_GPU_PROFILE=1 timeout 100 .carry/gpu_bench msm g1 --resident --table --runs 1 --seed 5 24 2>&1 | grep -E 'profile|msm_g1_table' | cut -c1-600
+  t "backend 24 with the table, overlap 20 partitions x 2 workers"
+  RUST_LOG=cuzk_gpu=info timeout 200 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 24 2>&1 | grep -E '^\{|window table|resident in vram' | cut -c1-1400
+  ;;
+esac
