@@ -28,10 +28,10 @@ h2h() {
 }
 gpu_info() { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; }
 gpu_checks() {
-  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result"
+  t gpu tests; timeout 150 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
   t "ntt checks to 2^16 against the CPU"
-  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+  timeout 120 .carry/gpu_bench ntt --check --check-max-lg 16 --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks|rror'
   for g in g1 g2; do
-    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks'
+    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks|rror'
   done
 }

@@ -7,7 +7,12 @@
 #           MSM checks in G1 (with the table checks) and G2, the table MSM against the
 #           plain one at 2^20/2^22/2^24 and its phases at 2^24, the backend at 2^24 with the
 #           two-worker overlap.
-# Usage: bash bench/h200-s14.sh p|t   (each part fits one 600 s device call)
+#   part u: a lone prove also starts the quotient once a is uploaded (b and c follow while
+#           a's transforms run): GPU tests, MSM checks (the table checks with the arena
+#           fix), the backend at 2^24 with the two-worker overlap, the head-to-head at 2^24
+#           against SupraSeal C2 (PoRep-like default shape).
+#   part d: the head-to-head at 2^24 on the dense shape (--bit-fraction 0).
+# Usage: bash bench/h200-s14.sh p|t|u|d   (each part fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -27,5 +32,14 @@ t)
   CUZK_GPU_PROFILE=1 timeout 100 .carry/gpu_bench msm g1 --resident --table --runs 1 --seed 5 24 2>&1 | grep -E 'profile|msm_g1_table' | cut -c1-600
   t "backend 24 with the table, overlap 20 partitions x 2 workers"
   RUST_LOG=cuzk_gpu=info timeout 200 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 24 2>&1 | grep -E '^\{|window table|resident in vram' | cut -c1-1400
+  ;;
+u)
+  gpu_checks
+  t "backend 24, overlap 20 partitions x 2 workers"
+  timeout 150 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 24 2>&1 | grep '^{' | cut -c1-1400
+  h2h 280 24 --compare supraseal
+  ;;
+d)
+  h2h 500 24 --compare supraseal --bit-fraction 0
   ;;
 esac

@@ -415,26 +415,34 @@ impl GpuBackend {
         report.push("srs", t.elapsed());
 
         // The staging is filled batch by batch, each batch's copy enqueued on the copy
-        // stream as soon as it is written; a, b and c (the quotient's inputs) go first. If
-        // the token is free once they are on their way, the kernels start on them and the
-        // witness vectors are filled and copied under the quotient; otherwise the whole
-        // staging is filled first, under the other worker's kernels, and then the token is
-        // waited for. "fill" is the host time of filling, "upload" the host wait for the
-        // last copy after it, with the device time from the first copy's start to the last
-        // one's end.
+        // stream as soon as it is written, in four parts: a, b, c (the quotient's inputs, in
+        // the order it reads them), then the witness vectors; an event is recorded after
+        // each part's copies. If the token is free once a is on its way, the kernels start
+        // on it: b, c and the witness are filled and copied on another thread, and the
+        // compute stream waits for each part's event just before its first reader
+        // (`ready`). Otherwise the whole staging is filled first, under the other worker's
+        // kernels, and then the token is waited for. "fill" is the host time of filling,
+        // "upload" the host wait for the last copy after it, with the device time from the
+        // first copy's start to the last one's end.
         *stage = "upload";
         self.fault_at("upload")?;
         let t = Instant::now();
-        let (e0, e_abc, e1, e_end) = (
+        let (e0, e_end) = (dev.timing_event()?, dev.timing_event()?);
+        let parts_done = [
             dev.timing_event()?,
             dev.timing_event()?,
             dev.timing_event()?,
             dev.timing_event()?,
-        );
+        ];
         dev.record_on_copy(&e0)?;
         let (lay, total) = shape.layout();
-        let abc_end = lay[SlotVec::L as usize].0;
-        let split = pieces.partition_point(|p| p.end() <= abc_end);
+        let bounds = [
+            0,
+            lay[SlotVec::B as usize].0,
+            lay[SlotVec::C as usize].0,
+            lay[SlotVec::L as usize].0,
+            total,
+        ];
         let (used, staging) = slot.upload_parts(&shape)?;
         let vecs = SlotVecs::new(&used, &shape)?;
         let upload = |bytes: &[u8], off: usize| -> Result<()> {
@@ -450,47 +458,36 @@ impl GpuBackend {
         let drain = |ev: &cudarc::driver::CudaEvent| {
             dev.record_on_copy(ev).and_then(|()| dev.wait_event(ev))
         };
-        let first = fill_batched(staging, 0..abc_end, &pieces[..split], UPLOAD_BATCH, upload)
-            .and_then(|()| dev.record_on_copy(&e_abc));
-        if let Err(e) = first {
-            let _ = drain(&e1);
+        // Part k (0..4: a, b, c, the witness vectors): filled, its copies enqueued, its
+        // event recorded.
+        let fill_part = |staging: &mut [u8], k: usize| {
+            let range = bounds[k]..bounds[k + 1];
+            let cut = |at: usize| pieces.partition_point(|p| p.end() <= at);
+            let mine = &pieces[cut(range.start)..cut(range.end)];
+            fill_batched(staging, range, mine, UPLOAD_BATCH, upload)
+                .and_then(|()| dev.record_on_copy(&parts_done[k]))
+        };
+        if let Err(e) = fill_part(staging, 0) {
+            let _ = drain(&e_end);
             return Err(e);
         }
         let mut fill = t.elapsed();
-        // The second part: the witness vectors.
-        let fill_rest = |staging: &mut [u8]| {
-            fill_batched(
-                staging,
-                abc_end..total,
-                &pieces[split..],
-                UPLOAD_BATCH,
-                upload,
-            )
-        };
         let early = self.token.try_acquire();
         let overlapped = early.is_some();
         let token = match early {
             Some(token) => {
                 report.push("token_wait", std::time::Duration::ZERO);
-                // The kernels start once a, b and c are on the device.
-                let waited = drv(dev.ordinal(), || "wait for the a, b, c upload".into(), {
-                    dev.compute_stream().wait(&e_abc)
-                });
-                if let Err(e) = waited {
-                    let _ = drain(&e1);
-                    return Err(e);
-                }
                 token
             }
             None => {
                 let t = Instant::now();
-                let rest = fill_rest(staging);
+                let rest = (1..4).try_for_each(|k| fill_part(staging, k));
                 report.push("fill", fill + t.elapsed());
                 let t = Instant::now();
-                let waited = drain(&e1);
+                let waited = drain(&e_end);
                 rest?;
                 waited?;
-                report.push_device("upload", t.elapsed(), dev.elapsed(&e0, &e1)?);
+                report.push_device("upload", t.elapsed(), dev.elapsed(&e0, &e_end)?);
                 *stage = "token_wait";
                 let t = Instant::now();
                 let token = self.token.acquire();
@@ -500,30 +497,53 @@ impl GpuBackend {
         };
         let held = Instant::now();
         let mut shared = self.shared.lock();
-        let e1_ref = &e1;
         let out = std::thread::scope(|scope| {
-            // With the token taken early, the rest of the staging is filled and copied on
-            // another thread while the quotient and the H sum run (they need only a, b, c);
-            // `witness_ready`, called by the sums before the first sum over witness scalars,
-            // joins it and makes the compute stream wait for its copies.
+            // With the token taken early, b, c and the witness vectors are filled and copied
+            // on another thread, which says when each part's event is recorded; `ready(k)`,
+            // called before the first kernel that reads part k, waits for that and makes the
+            // compute stream wait for the event. For the witness (k = 3), called by the sums
+            // before the first sum over witness scalars, it joins the thread.
+            let (tx, rx) = std::sync::mpsc::channel::<usize>();
             let mut filler = overlapped.then(|| {
+                let fill_part = &fill_part;
                 scope.spawn(move || {
                     let t = Instant::now();
-                    let r = fill_rest(staging).and_then(|()| dev.record_on_copy(e1_ref));
+                    let r = (1..4).try_for_each(|k| {
+                        fill_part(staging, k)?;
+                        // The receiver is gone only when the kernels failed: nothing waits.
+                        let _ = tx.send(k);
+                        Ok(())
+                    });
                     (r, t.elapsed())
                 })
             });
-            let mut witness_ready = || -> Result<()> {
-                let Some(f) = filler.take() else {
+            let mut recorded = 1usize;
+            let mut ready = |k: usize| -> Result<()> {
+                if !overlapped {
                     return Ok(());
-                };
-                let (r, took) = f
-                    .join()
-                    .map_err(|_| GpuError::Input("the staging fill panicked".into()))?;
-                fill += took;
-                r?;
-                drv(dev.ordinal(), || "wait for the witness upload".into(), {
-                    dev.compute_stream().wait(e1_ref)
+                }
+                if k < 3 {
+                    while recorded <= k {
+                        match rx.recv() {
+                            Ok(j) => recorded = j + 1,
+                            // The filler stopped early: its error comes from the join below.
+                            Err(_) => break,
+                        }
+                    }
+                }
+                if recorded <= k {
+                    let Some(f) = filler.take() else {
+                        return Err(GpuError::Input("the staging fill stopped".into()));
+                    };
+                    let (r, took) = f
+                        .join()
+                        .map_err(|_| GpuError::Input("the staging fill panicked".into()))?;
+                    fill += took;
+                    r?;
+                    recorded = 4;
+                }
+                drv(dev.ordinal(), || format!("wait for upload part {k}"), {
+                    dev.compute_stream().wait(&parts_done[k])
                 })
             };
             let out = self.kernels(
@@ -534,10 +554,10 @@ impl GpuBackend {
                 resident.as_deref(),
                 report,
                 stage,
-                &mut witness_ready,
+                &mut ready,
             );
-            // A failure before the sums reached `witness_ready`: still join the filler.
-            let joined = witness_ready();
+            // A failure before the sums reached the witness: still join the filler.
+            let joined = ready(3);
             out.and_then(|o| joined.map(|()| o))
         });
         if out.is_err() {
@@ -547,12 +567,13 @@ impl GpuBackend {
         }
         let out = if overlapped {
             // The copies are done (the sums waited for them) unless the fill failed midway;
-            // e1 stays where the filler recorded it, after the last copy.
+            // the witness part's event stays where the filler recorded it, after the last
+            // copy.
             let waited = drain(&e_end);
             report.push("fill", fill);
             out.and_then(|o| {
                 waited?;
-                let device = dev.elapsed(&e0, &e1)?;
+                let device = dev.elapsed(&e0, &parts_done[3])?;
                 report.push_device("upload", std::time::Duration::ZERO, device);
                 Ok(o)
             })
@@ -565,8 +586,9 @@ impl GpuBackend {
         out
     }
 
-    /// The token-held part: the quotient and the five sums; `witness_ready` is called before
-    /// the first sum over witness scalars (it makes the compute stream wait for their upload).
+    /// The token-held part: the quotient and the five sums; `ready(k)` is called before the
+    /// first kernel that reads upload part k (0, 1, 2: a, b, c; 3: the witness vectors) and
+    /// makes the compute stream wait for that part's copies.
     #[allow(clippy::too_many_arguments)]
     fn kernels(
         &self,
@@ -577,7 +599,7 @@ impl GpuBackend {
         resident: Option<&ResidentSrs>,
         report: &mut ProveReport,
         stage: &mut &'static str,
-        witness_ready: &mut dyn FnMut() -> Result<()>,
+        ready: &mut dyn FnMut(usize) -> Result<()>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
         *stage = "gpu_setup";
@@ -623,7 +645,7 @@ impl GpuBackend {
             vecs.get(SlotVec::B),
             vecs.get(SlotVec::C),
         ];
-        plan.quotient(dev, [&abc[0], &abc[1], &abc[2]])?;
+        plan.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut *ready)?;
         timer.mark("ntt_h")?;
 
         let used = arena.used().next_multiple_of(ALIGN);
@@ -634,17 +656,7 @@ impl GpuBackend {
                 return r.with_regions(|q| {
                     let mut b = Bases::Resident(q, r.table(), scratch);
                     let h = abc[1];
-                    self.sums(
-                        &mut b,
-                        vecs,
-                        shape,
-                        srs,
-                        h,
-                        timer,
-                        report,
-                        stage,
-                        witness_ready,
-                    )
+                    self.sums(&mut b, vecs, shape, srs, h, timer, report, stage, ready)
                 });
             }
             None => {
@@ -670,17 +682,7 @@ impl GpuBackend {
             }
         };
         let h = abc[1];
-        self.sums(
-            &mut bases,
-            vecs,
-            shape,
-            srs,
-            h,
-            timer,
-            report,
-            stage,
-            witness_ready,
-        )
+        self.sums(&mut bases, vecs, shape, srs, h, timer, report, stage, ready)
     }
 
     /// The five query sums, each a timed stage; then waits for the device and reports the
@@ -696,7 +698,7 @@ impl GpuBackend {
         mut timer: StageTimer<'_>,
         report: &mut ProveReport,
         stage: &mut &'static str,
-        witness_ready: &mut dyn FnMut() -> Result<()>,
+        ready: &mut dyn FnMut(usize) -> Result<()>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
         *stage = "msm_h";
@@ -705,7 +707,7 @@ impl GpuBackend {
         timer.mark("msm_h")?;
         *stage = "msm_l";
         self.fault_at("msm_l")?;
-        witness_ready()?;
+        ready(3)?;
         let ls = vecs.get(SlotVec::L);
         let l = bases.sum(dev, &G1_OPS, Query::L, &ls, shape.n_l, true)?;
         timer.mark("msm_l")?;

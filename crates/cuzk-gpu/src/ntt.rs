@@ -277,12 +277,28 @@ impl<'a> NttPlan<'a> {
     /// # Errors
     /// [`GpuError::Input`] if a region is too small; driver errors.
     pub fn quotient(&self, dev: &Device, abc: [&DevRegion<'_>; 3]) -> Result<()> {
+        self.quotient_staged(dev, abc, &mut |_| Ok(()))
+    }
+
+    /// [`NttPlan::quotient`], calling `ready(k)` before the first kernel that reads
+    /// `abc[k]` is enqueued (k = 0, 1, 2 in order): the backend makes the compute stream
+    /// wait there for that vector's upload, so a's transforms run while b and c are copied.
+    ///
+    /// # Errors
+    /// As [`NttPlan::quotient`], and `ready`'s.
+    pub fn quotient_staged(
+        &self,
+        dev: &Device,
+        abc: [&DevRegion<'_>; 3],
+        ready: &mut dyn FnMut(usize) -> Result<()>,
+    ) -> Result<()> {
         for r in abc {
             self.check_len(r)?;
         }
         let n = 1u64 << self.lg_n;
-        if self.lg_n > 0 {
-            for r in abc {
+        for (k, r) in abc.into_iter().enumerate() {
+            ready(k)?;
+            if self.lg_n > 0 {
                 self.dif(dev, r, true, Scale::Table(&self.g_n_inv), None)?;
                 self.dit(dev, r, false, Scale::None)?;
             }
