@@ -12,7 +12,9 @@
 #           fix), the backend at 2^24 with the two-worker overlap, the head-to-head at 2^24
 #           against SupraSeal C2 (PoRep-like default shape).
 #   part d: the head-to-head at 2^24 on the dense shape (--bit-fraction 0).
-# Usage: bash bench/h200-s14.sh p|t|u|d   (each part fits one 600 s device call)
+#   part x: the backend at 2^26 (parameters made on the device into host memory), with
+#           the window table the default budget allows.
+# Usage: bash bench/h200-s14.sh p|t|u|d|x   (each part fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -41,5 +43,9 @@ u)
   ;;
 d)
   h2h 500 24 --compare supraseal --bit-fraction 0
+  ;;
+x)
+  t "backend 26 (parameters made on the device)"
+  timeout 570 .carry/gpu_bench backend --runs 2 --seed 11 26 2>&1 | grep -E '^\{|param' | cut -c1-1600
   ;;
 esac
