@@ -322,13 +322,28 @@ impl ResidentSet {
             Admit::Yes { table_bytes } => table_bytes,
         };
         let h_bytes = srs.h.len() * G1_AFFINE_BYTES;
-        let table = WindowTable::choose(
+        let mut table = WindowTable::choose(
             srs.h.len(),
             h_bytes.saturating_add(usize::try_from(table_bytes).unwrap_or(usize::MAX)),
         );
-        let (layout, total) = srs_layout(srs, table.map_or(1, |t| t.rows() as usize));
+        let (mut layout, mut total) = srs_layout(srs, table.map_or(1, |t| t.rows() as usize));
         let t = std::time::Instant::now();
-        let arena = VramArena::new(dev.clone(), total)?;
+        let arena = match (VramArena::new(dev.clone(), total), table) {
+            (Ok(a), _) => a,
+            // The free-memory estimate was off: the SRS without its table rather than
+            // nothing.
+            (Err(e), Some(_)) => {
+                tracing::warn!(
+                    gpu = dev.ordinal(),
+                    bytes = total,
+                    "no room for the h window table: {e}"
+                );
+                table = None;
+                (layout, total) = srs_layout(srs, 1);
+                VramArena::new(dev.clone(), total)?
+            }
+            (Err(e), None) => return Err(e),
+        };
         for ((off, _), (_, src, _)) in layout.iter().zip(query_bytes(srs)) {
             // Each query at the start of its region (H's row 0).
             staged_upload(dev, pinned, &arena.region(*off, src.len())?, src)?;
