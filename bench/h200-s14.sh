@@ -14,7 +14,9 @@
 #   part d: the head-to-head at 2^24 on the dense shape (--bit-fraction 0).
 #   part x: the backend at 2^26 (parameters made on the device into host memory), with
 #           the window table the default budget allows.
-# Usage: bash bench/h200-s14.sh p|t|u|d|x   (each part fits one 600 s device call)
+#   part f: the final binaries: GPU tests, then #4's head-to-head in one run, cuzk GPU vs
+#           SupraSeal C2 vs the cuzk CPU backend at 2^20, 2^22 and 2^24 (PoRep-like shape).
+# Usage: bash bench/h200-s14.sh p|t|u|d|x|f   (each part fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -43,6 +45,12 @@ u)
   ;;
 d)
   h2h 500 24 --compare supraseal --bit-fraction 0
+  ;;
+f)
+  t gpu tests; timeout 100 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
+  h2h 70 20 --compare supraseal,cpu
+  h2h 130 22 --compare supraseal,cpu
+  h2h 330 24 --compare supraseal,cpu
   ;;
 x)
   t "backend 26 (parameters made on the device)"
