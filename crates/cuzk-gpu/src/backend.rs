@@ -359,6 +359,16 @@ impl Bases<'_> {
                 let scalars = scalars.slice(0, n * FR_BYTES)?;
                 return msm_table_g1(dev, &scratch, &r[Query::H as usize], t, &scalars, n);
             }
+            // The shared scratch is sized for the plain sums, which need more at every
+            // size the tables are chosen for: this would be a sizing mistake.
+            tracing::warn!(
+                gpu = dev.ordinal(),
+                need = table_scratch_bytes(t),
+                have = scratch.bytes(),
+                n,
+                table_n = t.n,
+                "h window table not used: scratch too small or another length"
+            );
         }
         self.sum(dev, &G1_OPS, Query::H, scalars, n, false)
     }
