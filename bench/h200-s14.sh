@@ -16,7 +16,10 @@
 #           the window table the default budget allows.
 #   part f: the final binaries: GPU tests, then #4's head-to-head in one run, cuzk GPU vs
 #           SupraSeal C2 vs the cuzk CPU backend at 2^20, 2^22 and 2^24 (PoRep-like shape).
-# Usage: bash bench/h200-s14.sh p|t|u|d|x|f   (each part fits one 600 s device call)
+#   part r: the last commits' binaries (a warning when the table goes unused; a failed table
+#           build given up and logged, the prove going on): GPU tests,
+#           the backend at 2^22 with the two-worker overlap.
+# Usage: bash bench/h200-s14.sh p|t|u|d|x|f|r   (each part fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -51,6 +54,11 @@ f)
   h2h 70 20 --compare supraseal,cpu
   h2h 130 22 --compare supraseal,cpu
   h2h 330 24 --compare supraseal,cpu
+  ;;
+r)
+  t gpu tests; timeout 100 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror|WARN"
+  t "backend 22, overlap 20 partitions x 2 workers"
+  RUST_LOG=warn timeout 120 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 22 2>&1 | grep -E '^\{|WARN' | cut -c1-1400
   ;;
 x)
   t "backend 26 (parameters made on the device)"

@@ -185,6 +185,7 @@ impl GpuBackend {
     /// Test hook: the next compute that reaches `stage` ("prepare", "upload", "ntt_h",
     /// "msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2") issues a launch the driver
     /// rejects there and fails with `BackendError::Device` naming that stage. One-shot.
+    /// "h_table" fails the H window table's build instead, which the prove outlives.
     pub fn inject_fault(&self, stage: &str) {
         *self.fault.lock() = Some(stage.to_string());
     }
@@ -250,25 +251,28 @@ impl GpuBackend {
                 Ok(Admit::Yes { table_bytes })
             })?;
         if let Some(r) = &resident {
-            self.build_table(r)?;
+            self.build_table(r);
         }
         Ok(resident)
     }
 
     /// Builds the H window table of `r` if it has one still unbuilt, under the compute
-    /// token (its kernels must not run inside another prove's kernels' time).
-    fn build_table(&self, r: &ResidentSrs) -> Result<()> {
+    /// token (its kernels must not run inside another prove's kernels' time). A failed
+    /// build is logged and the table given up: the sums then use the plain MSM, and a
+    /// device left unusable fails the prove at its next kernel, with that stage.
+    fn build_table(&self, r: &ResidentSrs) {
         let Some(t) = r.table_pending() else {
-            return Ok(());
+            return;
         };
         let _token = self.token.acquire();
         let start = Instant::now();
         let built = r.build_table(|h, t| {
+            self.fault_at("h_table")?;
             build_table_g1(&self.dev, h, t)?;
             self.dev.sync_compute()
-        })?;
-        if built {
-            tracing::info!(
+        });
+        match built {
+            Ok(true) => tracing::info!(
                 gpu = self.dev.ordinal(),
                 c = t.c,
                 sets = t.sets,
@@ -276,9 +280,18 @@ impl GpuBackend {
                 bytes = t.bytes(),
                 ms = start.elapsed().as_millis() as u64,
                 "h window table built"
-            );
+            ),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(
+                gpu = self.dev.ordinal(),
+                "h window table not built, proving without it: {e}"
+            ),
         }
-        Ok(())
+    }
+
+    /// The window table of the H query of `srs`, when it is resident with one built.
+    pub fn h_table(&self, srs: &Srs) -> Option<WindowTable> {
+        self.srs.peek(&fingerprint(srs)).and_then(|r| r.table())
     }
 }
 

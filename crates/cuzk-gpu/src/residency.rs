@@ -8,10 +8,10 @@
 //!
 //! When the budget leaves room, the H query's allocation is widened into a window table
 //! (`msm/table.rs`): the query is row 0, and the rows after it are built on the device under
-//! the compute token by the first user ([`ResidentSrs::table_pending`]); until then the
-//! plain MSM reads row 0.
+//! the compute token by the first user ([`ResidentSrs::table_pending`]); until then, and for
+//! good if the build fails, the plain MSM reads row 0.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use cuzk_groth16::Srs;
@@ -32,6 +32,11 @@ pub type Fingerprint = [u8; 32];
 const SAMPLE_POINTS: usize = 16;
 /// Bytes per staging chunk of an SRS upload.
 const STAGE_BYTES: usize = 64 << 20;
+
+/// States of a resident SRS's H window table.
+const TABLE_PENDING: u8 = 0;
+const TABLE_READY: u8 = 1;
+const TABLE_FAILED: u8 = 2;
 
 /// Which query of an SRS, in the order they are laid out on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,9 +134,10 @@ pub struct ResidentSrs {
     layout: [(usize, usize); 5],
     bytes: u64,
     last_used: AtomicU64,
-    /// The H query's window table, its rows after the first built once `table_ready`.
+    /// The H query's window table, its rows after the first built once `table_state` is
+    /// TABLE_READY.
     table: Option<WindowTable>,
-    table_ready: AtomicBool,
+    table_state: AtomicU8,
     /// Held while the table is built (under the compute token, taken first).
     table_build: Mutex<()>,
 }
@@ -161,21 +167,23 @@ impl ResidentSrs {
     /// The H query's window table, once built.
     pub fn table(&self) -> Option<WindowTable> {
         self.table
-            .filter(|_| self.table_ready.load(Ordering::Acquire))
+            .filter(|_| self.table_state.load(Ordering::Acquire) == TABLE_READY)
     }
 
     /// The H query's window table while its rows are still to be built.
     pub fn table_pending(&self) -> Option<WindowTable> {
         self.table
-            .filter(|_| !self.table_ready.load(Ordering::Acquire))
+            .filter(|_| self.table_state.load(Ordering::Acquire) == TABLE_PENDING)
     }
 
-    /// Builds the window table's rows if nobody has: `build` gets the H region (row 0 is
-    /// the query) and must enqueue the rows and wait for them. The caller holds the compute
-    /// token. Returns whether this call built it.
+    /// Builds the window table's rows if nobody has tried: `build` gets the H region (row 0
+    /// is the query) and must enqueue the rows and wait for them. The caller holds the
+    /// compute token. Returns whether this call built it.
     ///
     /// # Errors
-    /// Whatever `build` returns; the table then stays unbuilt (the next caller retries).
+    /// Whatever `build` returns. The table is then given up for good (its memory stays with
+    /// the SRS): a build that fails once, say from a kernel this device cannot run, would
+    /// fail every prove that retried it, while the plain MSM needs only row 0.
     pub fn build_table(
         &self,
         build: impl FnOnce(&DevRegion<'_>, &WindowTable) -> Result<()>,
@@ -184,12 +192,19 @@ impl ResidentSrs {
             return Ok(false);
         };
         let _building = self.table_build.lock();
-        if self.table_ready.load(Ordering::Acquire) {
+        if self.table_state.load(Ordering::Acquire) != TABLE_PENDING {
             return Ok(false);
         }
-        self.with_regions(|q| build(&q[Query::H as usize], &t))?;
-        self.table_ready.store(true, Ordering::Release);
-        Ok(true)
+        match self.with_regions(|q| build(&q[Query::H as usize], &t)) {
+            Ok(()) => {
+                self.table_state.store(TABLE_READY, Ordering::Release);
+                Ok(true)
+            }
+            Err(e) => {
+                self.table_state.store(TABLE_FAILED, Ordering::Release);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -364,7 +379,7 @@ impl ResidentSet {
             bytes: total as u64,
             last_used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
             table,
-            table_ready: AtomicBool::new(false),
+            table_state: AtomicU8::new(TABLE_PENDING),
             table_build: Mutex::new(()),
         });
         self.list.lock().push(r.clone());

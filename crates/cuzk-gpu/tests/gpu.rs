@@ -178,6 +178,16 @@ fn h_window_table_is_built_once_and_gives_the_same_sums() {
     assert_eq!(a, c, "seed {seed}: with the table");
     assert_eq!(b, c, "seed {seed}: without the table");
     assert_eq!(with.srs_uploads(), 1);
+    assert!(with.h_table(&srs).is_some_and(|t| t.rows() > 1));
+    assert_eq!(without.h_table(&srs), None);
+    // A build that fails (an injected launch error) leaves the table unbuilt for good and
+    // the proves going without it.
+    let failing = GpuBackend::new(dev.clone());
+    failing.inject_fault("h_table");
+    proves(&failing, &srs, &asg, seed);
+    assert_eq!(failing.h_table(&srs), None);
+    proves(&failing, &srs, &asg, seed + 1);
+    assert_eq!(failing.h_table(&srs), None);
 }
 
 #[test]
