@@ -19,7 +19,10 @@
 #   part r: the last commits' binaries (a warning when the table goes unused; a failed table
 #           build given up and logged, the prove going on): GPU tests,
 #           the backend at 2^22 with the two-worker overlap.
-# Usage: bash bench/h200-s14.sh p|t|u|d|x|f|r   (each part fits one 600 s device call)
+#   part k: reductions of 4 points per launch instead of 16 (.carry/gpu_bench_old: 24fde24):
+#           GPU tests, MSM checks, the reduce phases of G1 and G2 MSMs and the backend at
+#           2^20/2^22 with both binaries, the backend at 2^24 with the new one.
+# Usage: bash bench/h200-s14.sh p|t|u|d|x|f|r|k   (each part fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -59,6 +62,21 @@ r)
   t gpu tests; timeout 100 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror|WARN"
   t "backend 22, overlap 20 partitions x 2 workers"
   RUST_LOG=warn timeout 120 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 22 2>&1 | grep -E '^\{|WARN' | cut -c1-1400
+  ;;
+k)
+  t gpu tests; timeout 100 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "test result|panicked|rror"
+  for g in g1 g2; do
+    t "msm checks $g"; timeout 90 .carry/gpu_bench msm $g --check --runs 1 10 2>&1 | grep -E '"ok":false|^\{"checks|rror'
+  done
+  for b in gpu_bench_old gpu_bench; do
+    t "$b: profile msm g1 19 24, g2 19"
+    CUZK_GPU_PROFILE=1 timeout 60 .carry/$b msm g1 --resident --runs 1 --seed 5 19 24 2>&1 | grep -E 'profile' | sed -n '2p;4p' | cut -c1-400
+    CUZK_GPU_PROFILE=1 timeout 60 .carry/$b msm g2 --resident --runs 1 --seed 5 19 2>&1 | grep -E 'profile' | sed -n '2p' | cut -c1-400
+    t "$b: backend 20 22"
+    timeout 100 .carry/$b backend --runs 3 --seed 7 20 22 2>&1 | grep '"residency":"resident"' | cut -c1-900
+  done
+  t "gpu_bench: backend 24"
+  timeout 150 .carry/gpu_bench backend --runs 3 --seed 7 24 2>&1 | grep '"residency":"resident"' | cut -c1-900
   ;;
 x)
   t "backend 26 (parameters made on the device)"

@@ -18,8 +18,6 @@ use crate::msm::{scan_exclusive, Group};
 const CLASSIFY_THREADS: u32 = 1024;
 /// Points each batch-addition thread sums before the tree reduction.
 const BATCH_K: u32 = 32;
-/// Reduction factor per `sum_groups` launch.
-const REDUCE_K: u32 = 16;
 
 /// The result of [`classify`]: regions in the scratch it was given.
 pub struct Classified<'s> {
@@ -223,7 +221,7 @@ pub fn batch_add_enqueue<'s>(
     let rows = 1u32;
     let sg = dev.function(KernelId::Msm, group.kernel("sum_groups")?)?;
     while len > 1 {
-        let k = REDUCE_K.min(len);
+        let k = crate::msm::REDUCE_K.min(len);
         let out_len = len.div_ceil(k);
         let mut b = stream.launch_builder(&sg);
         b.arg(&src).arg(&rows).arg(&len).arg(&k).arg(&dst);

@@ -131,8 +131,11 @@ const SEG_MIN: u32 = 16;
 /// ...and more when that would give more than this many running-sum threads (c = 20 has
 /// 13 · 2^19 buckets).
 const SEG_THREADS: usize = 1 << 17;
-/// Reduction factor of one `sum_groups` launch.
-const REDUCE_K: u32 = 16;
+/// Reduction factor of one `sum_groups` launch (here and for the batch addition's
+/// partials). After the first launch these reductions are latency chains: few threads, each
+/// adding K points one after another. On an H200, 4 instead of 16 took the reduce phase of
+/// a 2^19-point MSM from 0.68 to 0.35 ms in G1 and from 1.97 to 0.93 ms in G2.
+pub(crate) const REDUCE_K: u32 = 4;
 
 /// Sorted entries per accumulation thread and the thread count for `total` entries.
 fn acc_split_total(total: usize) -> (u32, usize) {
