@@ -6,9 +6,10 @@
 //! only from the first kernel to the last result download: seven NTTs and the quotient
 //! kernel for H, then the five query sums (classification, batch addition of the ones,
 //! Pippenger over the others; B in G2 too). With two workers per device one worker's
-//! preparation and upload overlap the other's kernels. A, b and c are uploaded first: when
-//! the token is free by then (a lone prove), it is taken at once, and the witness vectors
-//! are filled and uploaded while the quotient and the H sum run, which need only a, b, c.
+//! preparation and upload overlap the other's kernels. The staging goes up as a, b, c, then
+//! the witness vectors: when the token is free once a is on its way (a lone prove), it is
+//! taken at once, and the rest is filled and uploaded while the quotient and the H sum run,
+//! each kernel waiting only for the part it reads.
 //!
 //! Device memory is made once and reused: per-worker slots ([`crate::slots`]), one shared
 //! scratch with the NTT tables (used only under the token), and the resident SRSs
@@ -29,7 +30,9 @@ use crate::layout::{as_bytes, FR_BYTES, G2_AFFINE_BYTES};
 use crate::msm::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
 use crate::ntt::NttPlan;
 use crate::pinned::{PinnedBuf, PinnedPool};
-use crate::prepare::{fill_batched, shape_of_srs, staging_pieces, validate, UPLOAD_BATCH};
+use crate::prepare::{
+    fill_batched, pieces_within, shape_of_srs, staging_pieces, validate, UPLOAD_BATCH,
+};
 use crate::residency::{fingerprint, resident_size, Admit, Query, ResidentSet, ResidentSrs};
 use crate::slots::{SlotPool, SlotShape, SlotVec, SlotVecs};
 use crate::sums::{sum_resident, sum_scratch_bytes, sum_streamed, GroupOps, StreamBufs};
@@ -485,8 +488,7 @@ impl GpuBackend {
         // event recorded.
         let fill_part = |staging: &mut [u8], k: usize| {
             let range = bounds[k]..bounds[k + 1];
-            let cut = |at: usize| pieces.partition_point(|p| p.end() <= at);
-            let mine = &pieces[cut(range.start)..cut(range.end)];
+            let mine = pieces_within(&pieces, &range);
             fill_batched(staging, range, mine, UPLOAD_BATCH, upload)
                 .and_then(|()| dev.record_on_copy(&parts_done[k]))
         };

@@ -101,7 +101,7 @@ enum Fill<'a> {
 
 impl Piece<'_> {
     /// One past the last staging byte this piece writes.
-    pub(crate) fn end(&self) -> usize {
+    fn end(&self) -> usize {
         self.at + self.len
     }
 
@@ -205,6 +205,16 @@ pub(crate) fn staging_pieces<'a>(shape: &SlotShape, asg: &'a Assignment) -> Vec<
         vector_pieces(*off, parts, &mut out);
     }
     out
+}
+
+/// The pieces (in staging order, none crossing a vector's end) that lie inside `range`,
+/// a byte range of the slot layout that starts and ends on vector boundaries.
+pub(crate) fn pieces_within<'p, 'a>(
+    pieces: &'p [Piece<'a>],
+    range: &std::ops::Range<usize>,
+) -> &'p [Piece<'a>] {
+    let cut = |at: usize| pieces.partition_point(|p| p.end() <= at);
+    &pieces[cut(range.start)..cut(range.end)]
 }
 
 /// Fills the bytes `range` of `staging` (a byte range of the slot layout) from `pieces` (in
@@ -386,15 +396,13 @@ mod tests {
             assert_eq!(at(4), as_bytes(&a));
             let b: Vec<Scalar> = [101, 203, 204].into_iter().map(sc).collect();
             assert_eq!(at(5), as_bytes(&b));
-            // In two parts, a, b, c first (as the backend fills it): the same bytes.
+            // In parts (the backend fills a, b, c and the witness one after another): the
+            // same bytes.
             let abc_end = lay[3].0;
-            let split = pieces.partition_point(|p| p.end() <= abc_end);
             let mut buf = vec![0xa5u8; total];
             let mut next = 0;
-            for (range, part) in [
-                (0..abc_end, &pieces[..split]),
-                (abc_end..total, &pieces[split..]),
-            ] {
+            for range in [0..abc_end, abc_end..total] {
+                let part = pieces_within(&pieces, &range);
                 fill_batched(&mut buf, range, part, batch, |b, off| {
                     assert_eq!(off, next, "batches in order, no gap");
                     next = off + b.len();

@@ -33,10 +33,12 @@ const SAMPLE_POINTS: usize = 16;
 /// Bytes per staging chunk of an SRS upload.
 const STAGE_BYTES: usize = 64 << 20;
 
-/// States of a resident SRS's H window table.
+/// States of a resident SRS's H window table (one caller moves it from pending to
+/// building, then to ready or failed).
 const TABLE_PENDING: u8 = 0;
-const TABLE_READY: u8 = 1;
-const TABLE_FAILED: u8 = 2;
+const TABLE_BUILDING: u8 = 1;
+const TABLE_READY: u8 = 2;
+const TABLE_FAILED: u8 = 3;
 
 /// Which query of an SRS, in the order they are laid out on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,8 +140,6 @@ pub struct ResidentSrs {
     /// TABLE_READY.
     table: Option<WindowTable>,
     table_state: AtomicU8,
-    /// Held while the table is built (under the compute token, taken first).
-    table_build: Mutex<()>,
 }
 
 impl ResidentSrs {
@@ -191,8 +191,13 @@ impl ResidentSrs {
         let Some(t) = self.table else {
             return Ok(false);
         };
-        let _building = self.table_build.lock();
-        if self.table_state.load(Ordering::Acquire) != TABLE_PENDING {
+        let claimed = self.table_state.compare_exchange(
+            TABLE_PENDING,
+            TABLE_BUILDING,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        if claimed.is_err() {
             return Ok(false);
         }
         match self.with_regions(|q| build(&q[Query::H as usize], &t)) {
@@ -380,7 +385,6 @@ impl ResidentSet {
             last_used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
             table,
             table_state: AtomicU8::new(TABLE_PENDING),
-            table_build: Mutex::new(()),
         });
         self.list.lock().push(r.clone());
         Ok(Some(r))

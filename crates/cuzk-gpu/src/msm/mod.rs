@@ -109,14 +109,26 @@ pub fn window_bits(n: usize) -> u32 {
     forced.unwrap_or_else(|| {
         (8u32..=20)
             .filter(|&c| top_window_bits(c) >= 8)
-            .min_by_key(|&c| 256u64.div_ceil(c as u64) * (n as u64 + (3u64 << (c - 1))))
+            .min_by_key(|&c| modelled_additions(n, c, windows(c)))
             .unwrap_or(16)
     })
 }
 
+/// Windows of c bits in a 256-bit scalar.
+fn windows(c: u32) -> u32 {
+    256u32.div_ceil(c)
+}
+
+/// The cost model of [`window_bits`] and of the window tables: an MSM of n points with
+/// c-bit windows and `sets` bucket sets makes one addition per point and window, plus about
+/// three per bucket for the running sums.
+fn modelled_additions(n: usize, c: u32, sets: u32) -> u64 {
+    n as u64 * windows(c) as u64 + 3 * sets as u64 * (1u64 << (c - 1))
+}
+
 /// Bits of a 256-bit scalar left for the top window of c-bit windows.
 fn top_window_bits(c: u32) -> u32 {
-    256 - c * (256u32.div_ceil(c) - 1)
+    256 - c * (windows(c) - 1)
 }
 
 /// Accumulation threads aimed for: a few waves of the ~50k G1 threads an H200 holds at once.
@@ -155,15 +167,20 @@ struct Shape {
 }
 
 impl Shape {
+    /// The plain MSM of n points.
     fn new(n: usize) -> Shape {
         let c = window_bits(n);
-        let nwin = 256u32.div_ceil(c);
+        Shape::with(c, windows(c), 0)
+    }
+
+    /// c-bit windows in `sets` bucket sets, table rows `stride` points apart.
+    fn with(c: u32, sets: u32, stride: usize) -> Shape {
         Shape {
             c,
-            nwin,
+            nwin: windows(c),
             nb: 1 << (c - 1),
-            sets: nwin,
-            stride: 0,
+            sets,
+            stride,
         }
     }
     fn buckets(&self) -> usize {

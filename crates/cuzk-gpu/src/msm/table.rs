@@ -11,7 +11,10 @@
 
 use blstrs::G1Projective;
 
-use super::{enqueue_shape, shape_scratch_bytes, window_bits, Group, MsmOut, Shape};
+use super::{
+    enqueue_shape, modelled_additions, shape_scratch_bytes, window_bits, windows, Group, MsmOut,
+    Shape,
+};
 use crate::arena::{DevRegion, Scratch};
 use crate::device::{launch, Device};
 use crate::error::{GpuError, Result};
@@ -60,7 +63,7 @@ impl WindowTable {
 
     /// Digit windows of a 256-bit scalar.
     pub fn nwin(&self) -> u32 {
-        256u32.div_ceil(self.c)
+        windows(self.c)
     }
 
     /// Rows of points, the first being the bases.
@@ -79,19 +82,12 @@ impl WindowTable {
     }
 
     fn shape(&self) -> Shape {
-        Shape {
-            c: self.c,
-            nwin: self.nwin(),
-            nb: 1 << (self.c - 1),
-            sets: self.sets,
-            stride: self.n,
-        }
+        Shape::with(self.c, self.sets, self.n)
     }
 
-    /// Modelled additions, as in [`window_bits`]: one per point and window plus about three
-    /// per bucket for the running sums.
+    /// Modelled additions of an MSM over the table (the model of [`window_bits`]).
     fn cost(&self) -> u64 {
-        self.n as u64 * self.nwin() as u64 + 3 * self.sets as u64 * (1u64 << (self.c - 1))
+        modelled_additions(self.n, self.c, self.sets)
     }
 
     /// The table over n bases with the fewest modelled additions among those of at most
@@ -102,10 +98,9 @@ impl WindowTable {
             return None;
         }
         let c0 = window_bits(n);
-        let w0 = 256u64.div_ceil(c0 as u64);
-        let plain = n as u64 * w0 + 3 * w0 * (1u64 << (c0 - 1));
+        let plain = modelled_additions(n, c0, windows(c0));
         let best = (8..=TABLE_MAX_C)
-            .flat_map(|c| (1..=256u32.div_ceil(c)).map(move |sets| (c, sets)))
+            .flat_map(|c| (1..=windows(c)).map(move |sets| (c, sets)))
             .filter_map(|(c, sets)| WindowTable::new(n, c, sets).ok())
             .filter(|t| t.rows() >= 2 && t.bytes() <= max_bytes)
             .min_by_key(|t| (t.cost(), t.rows()))?;
