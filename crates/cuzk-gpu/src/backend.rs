@@ -5,7 +5,10 @@
 //! outside the device's fair [`ComputeToken`]; the token is held
 //! only from the first kernel to the last result download: seven NTTs and the quotient
 //! kernel for H, then the five query sums (classification, batch addition of the ones,
-//! Pippenger over the others; B in G2 too). With two workers per device one worker's
+//! Pippenger over the others; B in G2 too). With a resident SRS the four witness sums (L,
+//! A, B in G1 and G2) run on a second stream of the device beside the quotient and the H
+//! sum, so that their short, latency-bound phases fill the others' kernels
+//! ([`GpuBackendConfig::concurrent_sums`]). With two workers per device one worker's
 //! preparation and upload overlap the other's kernels. The staging goes up as a, b, c, then
 //! the witness vectors: when the token is free once a is on its way (a lone prove), it is
 //! taken at once, and the rest is filled and uploaded while the quotient and the H sum run,
@@ -25,9 +28,10 @@ use parking_lot::Mutex;
 
 use crate::arena::{DevRegion, Scratch, VramArena, ALIGN};
 use crate::device::{Device, StageTimer};
-use crate::error::{drv, GpuError, Result};
+use crate::error::{GpuError, Result};
 use crate::layout::{as_bytes, FR_BYTES, G2_AFFINE_BYTES};
-use crate::msm::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
+use crate::msm::{build_table_g1, msm_table_g1, scratch_bytes, table_scratch_bytes};
+use crate::msm::{Group, WindowTable};
 use crate::ntt::NttPlan;
 use crate::pinned::{PinnedBuf, PinnedPool};
 use crate::prepare::{
@@ -67,6 +71,13 @@ pub struct GpuBackendConfig {
     /// (the other half stays for other SRSs); `Some(0)`: no table. The default is `None`,
     /// or `Some(0)` when the environment has `CUZK_GPU_H_TABLE=0`.
     pub h_table_max_bytes: Option<u64>,
+    /// Whether a resident prove runs the four witness sums (L, A, B in G1 and G2) on a
+    /// second stream beside the quotient and the H sum, the H sum then taking scratch of
+    /// its own. `None`: when that scratch is at most 1/32 of the device's memory (up to
+    /// 2^25 on an H200: 4.4 GB, against 7.2 GB at 2^26 and 12.8 GB at 2^27, where the
+    /// memory is worth more as window table rows). The default is `None`, or `Some(false)`
+    /// when the environment has `CUZK_GPU_LANES=1`.
+    pub concurrent_sums: Option<bool>,
 }
 
 /// `Some(0)` (no window tables) when `CUZK_GPU_H_TABLE` is `0` or `off`.
@@ -78,6 +89,11 @@ fn h_table_from_env() -> Option<u64> {
     .then_some(0)
 }
 
+/// `Some(false)` (the sums one after another on one stream) when `CUZK_GPU_LANES` is `1`.
+fn lanes_from_env() -> Option<bool> {
+    matches!(std::env::var("CUZK_GPU_LANES").as_deref(), Ok("1")).then_some(false)
+}
+
 impl Default for GpuBackendConfig {
     fn default() -> Self {
         GpuBackendConfig {
@@ -86,6 +102,7 @@ impl Default for GpuBackendConfig {
             residency: Residency::Auto,
             stream_chunk_points: 1 << 22,
             h_table_max_bytes: h_table_from_env(),
+            concurrent_sums: lanes_from_env(),
         }
     }
 }
@@ -102,6 +119,10 @@ pub struct GpuBackend {
     shared_bytes: std::sync::atomic::AtomicU64,
     srs: ResidentSet,
     fault: Mutex<Option<String>>,
+    /// The second stream of concurrent sums, made on first use.
+    lane: std::sync::OnceLock<Arc<Device>>,
+    /// The device's memory in bytes (0 if the query failed), read on first use.
+    device_bytes: std::sync::OnceLock<u64>,
 }
 
 /// The scratch and NTT tables all workers share under the token, and the pinned staging
@@ -133,7 +154,30 @@ impl GpuBackend {
             shared_bytes: Default::default(),
             srs: ResidentSet::default(),
             fault: Mutex::new(None),
+            lane: std::sync::OnceLock::new(),
+            device_bytes: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Whether resident proves of `shape` run the witness sums on a second stream
+    /// ([`GpuBackendConfig::concurrent_sums`]).
+    fn lanes(&self, shape: &SlotShape) -> bool {
+        self.cfg.concurrent_sums.unwrap_or_else(|| {
+            let total = *self
+                .device_bytes
+                .get_or_init(|| self.dev.mem_info().map_or(0, |(_, total)| total));
+            h_scratch_bytes(shape) as u64 <= total / 32
+        })
+    }
+
+    /// The second stream's handle, made on first use.
+    fn lane(&self) -> Result<&Arc<Device>> {
+        if let Some(l) = self.lane.get() {
+            return Ok(l);
+        }
+        let l = self.dev.lane()?;
+        // Only compute calls under the token make it: no race.
+        Ok(self.lane.get_or_init(|| l))
     }
 
     /// The configuration.
@@ -224,7 +268,8 @@ impl GpuBackend {
                     Some(b) => b,
                     None => {
                         let (free, _) = self.dev.mem_info()?;
-                        let grow = (shared_need(shape, true, 0) as u64).saturating_sub(
+                        let need = shared_need(shape, true, 0, self.lanes(shape));
+                        let grow = (need as u64).saturating_sub(
                             self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed),
                         );
                         let reserve = self.slots.unmade() as u64 * shape.bytes() as u64
@@ -342,15 +387,26 @@ impl Backend for GpuBackend {
     }
 }
 
-/// Bytes of the shared arena: NTT tables plus the sums' scratch (resident) or the two
-/// chunk buffers and one chunk's scratch (streamed).
-fn shared_need(shape: &SlotShape, resident: bool, chunk: usize) -> usize {
-    let sums = if resident {
+/// Bytes of the shared arena: NTT tables plus the sums' scratch (resident; with `lanes`,
+/// the H sum's and the witness sums' apart) or the two chunk buffers and one chunk's
+/// scratch (streamed).
+fn shared_need(shape: &SlotShape, resident: bool, chunk: usize, lanes: bool) -> usize {
+    let sums = if resident && lanes {
+        h_scratch_bytes(shape) + ALIGN + sum_scratch_bytes(shape.n_l.max(shape.n_a).max(shape.n_b))
+    } else if resident {
         sum_scratch_bytes(shape.max_query())
     } else {
         2 * chunk * G2_AFFINE_BYTES + sum_scratch_bytes(chunk) + 2 * ALIGN
     };
     NttPlan::table_bytes(shape.lg) + sums + (8 << 20)
+}
+
+/// Scratch of the H sum alone (2^lg − 1 points in bellperson's parameters): its plain
+/// MSM, which holds the MSM over a window table of the same points too (a unit test in
+/// `msm/table.rs`).
+fn h_scratch_bytes(shape: &SlotShape) -> usize {
+    let n = 1usize << shape.lg;
+    scratch_bytes(Group::G1, n - 1).max(scratch_bytes(Group::G1, n))
 }
 
 /// Where the bases come from in the kernel section: resident (the five query regions, the
@@ -543,7 +599,10 @@ impl GpuBackend {
                 })
             });
             let mut recorded = 1usize;
-            let mut ready = |k: usize| -> Result<()> {
+            let fill = &mut fill;
+            let parts_done = &parts_done;
+            // Moved into the closure: it may run on the witness sums' thread.
+            let mut ready = move |k: usize, d: &Device| -> Result<()> {
                 if !overlapped {
                     return Ok(());
                 }
@@ -563,13 +622,11 @@ impl GpuBackend {
                     let (r, took) = f
                         .join()
                         .map_err(|_| GpuError::Input("the staging fill panicked".into()))?;
-                    fill += took;
+                    *fill += took;
                     r?;
                     recorded = 4;
                 }
-                drv(dev.ordinal(), || format!("wait for upload part {k}"), {
-                    dev.compute_stream().wait(&parts_done[k])
-                })
+                d.wait_on(&parts_done[k])
             };
             let out = self.kernels(
                 &mut shared,
@@ -582,7 +639,7 @@ impl GpuBackend {
                 &mut ready,
             );
             // A failure before the sums reached the witness: still join the filler.
-            let joined = ready(3);
+            let joined = ready(3, dev);
             out.and_then(|o| joined.map(|()| o))
         });
         if out.is_err() {
@@ -611,9 +668,9 @@ impl GpuBackend {
         out
     }
 
-    /// The token-held part: the quotient and the five sums; `ready(k)` is called before the
-    /// first kernel that reads upload part k (0, 1, 2: a, b, c; 3: the witness vectors) and
-    /// makes the compute stream wait for that part's copies.
+    /// The token-held part: the quotient and the five sums; `ready(k, d)` is called before
+    /// the first kernel that reads upload part k (0, 1, 2: a, b, c; 3: the witness vectors)
+    /// and makes `d`'s compute stream wait for that part's copies.
     #[allow(clippy::too_many_arguments)]
     fn kernels(
         &self,
@@ -624,13 +681,17 @@ impl GpuBackend {
         resident: Option<&ResidentSrs>,
         report: &mut ProveReport,
         stage: &mut &'static str,
-        ready: &mut dyn FnMut(usize) -> Result<()>,
+        ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
         *stage = "gpu_setup";
         let t = Instant::now();
         let chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
-        let need = shared_need(shape, resident.is_some(), chunk);
+        let lane = match resident.is_some() && self.lanes(shape) {
+            true => Some(self.lane()?),
+            false => None,
+        };
+        let need = shared_need(shape, resident.is_some(), chunk, lane.is_some());
         if shared.as_ref().is_none_or(|s| s.arena.size() < need) {
             // Free the old one first: both may not fit.
             let old = shared.take().map(|s| s.arena.size());
@@ -670,18 +731,43 @@ impl GpuBackend {
             vecs.get(SlotVec::B),
             vecs.get(SlotVec::C),
         ];
-        plan.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut *ready)?;
+        plan.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| ready(k, dev))?;
         timer.mark("ntt_h")?;
 
         let used = arena.used().next_multiple_of(ALIGN);
         let rest = arena.size().saturating_sub(used);
         let mut bases = match resident {
             Some(r) => {
-                let scratch = arena.region(used, rest)?;
+                let h = abc[1];
+                let Some(lane) = lane else {
+                    let scratch = arena.region(used, rest)?;
+                    return r.with_regions(|q| {
+                        let mut b = Bases::Resident(q, r.table(), scratch);
+                        let sums = Sums {
+                            vecs,
+                            shape,
+                            srs,
+                            h_coeffs: h,
+                        };
+                        self.sums(&mut b, &sums, timer, report, stage, ready)
+                    });
+                };
+                let h_bytes = h_scratch_bytes(shape);
+                let w_at = (used + h_bytes).next_multiple_of(ALIGN);
+                let h_scratch = arena.region(used, h_bytes)?;
+                let w_scratch = arena.region(w_at, arena.size().saturating_sub(w_at))?;
                 return r.with_regions(|q| {
-                    let mut b = Bases::Resident(q, r.table(), scratch);
-                    let h = abc[1];
-                    self.sums(&mut b, vecs, shape, srs, h, timer, report, stage, ready)
+                    let bases = [
+                        Bases::Resident(q, r.table(), h_scratch),
+                        Bases::Resident(q, None, w_scratch),
+                    ];
+                    let sums = Sums {
+                        vecs,
+                        shape,
+                        srs,
+                        h_coeffs: h,
+                    };
+                    self.sums_beside(lane, bases, &sums, timer, report, stage, ready)
                 });
             }
             None => {
@@ -706,50 +792,29 @@ impl GpuBackend {
                 )
             }
         };
-        let h = abc[1];
-        self.sums(&mut bases, vecs, shape, srs, h, timer, report, stage, ready)
+        let sums = Sums {
+            vecs,
+            shape,
+            srs,
+            h_coeffs: abc[1],
+        };
+        self.sums(&mut bases, &sums, timer, report, stage, ready)
     }
 
-    /// The five query sums, each a timed stage; then waits for the device and reports the
-    /// timer's stages.
-    #[allow(clippy::too_many_arguments)]
+    /// The five query sums one after another on the device's stream, each a timed stage;
+    /// then waits for the device and reports the timer's stages.
     fn sums(
         &self,
         bases: &mut Bases<'_>,
-        vecs: &SlotVecs<'_>,
-        shape: &SlotShape,
-        srs: &Srs,
-        h_coeffs: DevRegion<'_>,
+        s: &Sums<'_>,
         mut timer: StageTimer<'_>,
         report: &mut ProveReport,
         stage: &mut &'static str,
-        ready: &mut dyn FnMut(usize) -> Result<()>,
+        ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
-        *stage = "msm_h";
-        self.fault_at("msm_h")?;
-        let h = bases.sum_h(dev, &h_coeffs, srs.h.len())?;
-        timer.mark("msm_h")?;
-        *stage = "msm_l";
-        self.fault_at("msm_l")?;
-        ready(3)?;
-        let ls = vecs.get(SlotVec::L);
-        let l = bases.sum(dev, &G1_OPS, Query::L, &ls, shape.n_l, true)?;
-        timer.mark("msm_l")?;
-        *stage = "msm_a";
-        self.fault_at("msm_a")?;
-        let as_ = vecs.get(SlotVec::ScalarsA);
-        let a = bases.sum(dev, &G1_OPS, Query::A, &as_, shape.n_a, true)?;
-        timer.mark("msm_a")?;
-        let bs = vecs.get(SlotVec::ScalarsB);
-        *stage = "msm_b_g1";
-        self.fault_at("msm_b_g1")?;
-        let b_g1 = bases.sum(dev, &G1_OPS, Query::BG1, &bs, shape.n_b, true)?;
-        timer.mark("msm_b_g1")?;
-        *stage = "msm_b_g2";
-        self.fault_at("msm_b_g2")?;
-        let b_g2 = bases.sum(dev, &G2_OPS, Query::BG2, &bs, shape.n_b, true)?;
-        timer.mark("msm_b_g2")?;
+        let h = self.sum_h(dev, bases, s, &mut timer, stage)?;
+        let (l, a, b_g1, b_g2) = self.witness_sums(dev, bases, s, &mut timer, stage, ready)?;
         dev.sync_compute()?;
         timer.finish(report)?;
         Ok(MsmOutputs {
@@ -759,5 +824,173 @@ impl GpuBackend {
             b_g1,
             b_g2,
         })
+    }
+
+    /// The five query sums with the four witness sums on `lane`'s stream, beside the H sum
+    /// (and the quotient still running before it) on the device's: in a 2^24 prove the
+    /// witness sums' short, latency-bound phases (running sums, fixups, reductions,
+    /// classification, host round trips) then overlap the quotient's and the H sum's
+    /// throughput-bound kernels. `bases[0]` (the H sum's) and `bases[1]` (the witness
+    /// sums') have scratch regions apart. Both streams are idle when this returns, on
+    /// every path; a failure of either fails the prove, the H sum's stage named first.
+    #[allow(clippy::too_many_arguments)]
+    fn sums_beside(
+        &self,
+        lane: &Arc<Device>,
+        bases: [Bases<'_>; 2],
+        s: &Sums<'_>,
+        mut timer: StageTimer<'_>,
+        report: &mut ProveReport,
+        stage: &mut &'static str,
+        ready: Ready<'_>,
+    ) -> Result<MsmOutputs> {
+        let dev = &self.dev;
+        let [mut h_bases, mut w_bases] = bases;
+        // The lane's stages are timed from here: its first (msm_l) includes any wait for
+        // the witness upload.
+        let mut lane_timer = StageTimer::start(lane)?;
+        let (h, w, lane_stage) = std::thread::scope(|scope| {
+            let job = scope.spawn(|| {
+                let mut lane_stage = "msm_l";
+                let w = self
+                    .witness_sums(
+                        lane,
+                        &mut w_bases,
+                        s,
+                        &mut lane_timer,
+                        &mut lane_stage,
+                        ready,
+                    )
+                    .and_then(|w| lane.sync_compute().map(|()| w));
+                if w.is_err() {
+                    let _ = lane.sync_compute();
+                }
+                (w, lane_stage)
+            });
+            let h = self
+                .sum_h(dev, &mut h_bases, s, &mut timer, stage)
+                .and_then(|h| dev.sync_compute().map(|()| h));
+            let (w, lane_stage) = job.join().unwrap_or_else(|_| {
+                let e = GpuError::Input("the witness sums' thread panicked".into());
+                (Err(e), "msm_l")
+            });
+            (h, w, lane_stage)
+        });
+        let h = h?;
+        let (l, a, b_g1, b_g2) = w.inspect_err(|_| *stage = lane_stage)?;
+        timer.finish(report)?;
+        lane_timer.finish(report)?;
+        Ok(MsmOutputs {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
+    }
+
+    /// The H sum on `dev`'s stream, a timed stage.
+    fn sum_h(
+        &self,
+        dev: &Arc<Device>,
+        bases: &mut Bases<'_>,
+        s: &Sums<'_>,
+        timer: &mut StageTimer<'_>,
+        stage: &mut &'static str,
+    ) -> Result<blstrs::G1Projective> {
+        *stage = "msm_h";
+        self.fault_at("msm_h")?;
+        let h = bases.sum_h(dev, &s.h_coeffs, s.srs.h.len())?;
+        timer.mark("msm_h")?;
+        Ok(h)
+    }
+
+    /// The four sums over witness scalars (L, A, B in G1 and G2) on `dev`'s stream, each a
+    /// timed stage, after `dev` has been made to wait for the witness upload.
+    fn witness_sums(
+        &self,
+        dev: &Arc<Device>,
+        bases: &mut Bases<'_>,
+        s: &Sums<'_>,
+        timer: &mut StageTimer<'_>,
+        stage: &mut &'static str,
+        ready: Ready<'_>,
+    ) -> Result<WitnessSums> {
+        let shape = s.shape;
+        *stage = "msm_l";
+        self.fault_at("msm_l")?;
+        ready(3, dev)?;
+        let ls = s.vecs.get(SlotVec::L);
+        let l = bases.sum(dev, &G1_OPS, Query::L, &ls, shape.n_l, true)?;
+        timer.mark("msm_l")?;
+        *stage = "msm_a";
+        self.fault_at("msm_a")?;
+        let as_ = s.vecs.get(SlotVec::ScalarsA);
+        let a = bases.sum(dev, &G1_OPS, Query::A, &as_, shape.n_a, true)?;
+        timer.mark("msm_a")?;
+        let bs = s.vecs.get(SlotVec::ScalarsB);
+        *stage = "msm_b_g1";
+        self.fault_at("msm_b_g1")?;
+        let b_g1 = bases.sum(dev, &G1_OPS, Query::BG1, &bs, shape.n_b, true)?;
+        timer.mark("msm_b_g1")?;
+        *stage = "msm_b_g2";
+        self.fault_at("msm_b_g2")?;
+        let b_g2 = bases.sum(dev, &G2_OPS, Query::BG2, &bs, shape.n_b, true)?;
+        timer.mark("msm_b_g2")?;
+        Ok((l, a, b_g1, b_g2))
+    }
+}
+
+/// `ready(k, d)`: makes `d`'s stream wait for upload part k (see [`GpuBackend::kernels`]).
+type Ready<'r> = &'r mut (dyn FnMut(usize, &Device) -> Result<()> + Send);
+
+/// The L, A, B_G1 and B_G2 sums.
+type WitnessSums = (
+    blstrs::G1Projective,
+    blstrs::G1Projective,
+    blstrs::G1Projective,
+    blstrs::G2Projective,
+);
+
+/// What the sums read besides the bases.
+struct Sums<'a> {
+    vecs: &'a SlotVecs<'a>,
+    shape: &'a SlotShape,
+    srs: &'a Srs,
+    /// The quotient's coefficients (in the B slot).
+    h_coeffs: DevRegion<'a>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(lg: u32) -> SlotShape {
+        let n = 1usize << lg;
+        SlotShape {
+            lg,
+            n_l: n,
+            n_a: n,
+            n_b: n / 4,
+        }
+    }
+
+    #[test]
+    fn concurrent_sums_by_default_up_to_2_25_on_an_h200() {
+        // The H sum's own scratch: 2.9 GB at 2^24, 4.4 GB at 2^25, 7.2 GB at 2^26.
+        let h200 = 143_771u64 << 20;
+        assert!(h_scratch_bytes(&shape(25)) as u64 <= h200 / 32);
+        assert!(h_scratch_bytes(&shape(26)) as u64 > h200 / 32);
+        // Beside the witness sums the H sum has scratch of its own: the arena grows by
+        // about that much, no more.
+        for lg in [10u32, 16, 20, 24] {
+            let s = shape(lg);
+            let one = shared_need(&s, true, 0, false);
+            let two = shared_need(&s, true, 0, true);
+            assert!(
+                two > one && two <= one + h_scratch_bytes(&s) + ALIGN,
+                "2^{lg}"
+            );
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! [`Device`]: the handle for one GPU ordinal that every device call goes through (there is
 //! no "current device"). It owns the CUDA context, a compute stream and a copy stream, and
-//! loads each kernel module lazily, once, for the device's own architecture.
+//! loads each kernel module lazily, once, for the device's own architecture. [`Device::lane`]
+//! gives a second handle on the same context and modules with its own compute stream, for
+//! work that runs beside the first handle's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -42,6 +44,13 @@ pub struct Device {
     name: String,
     arch: String,
     sm_count: u32,
+    /// Shared with the device's lanes.
+    loaded: Arc<Loaded>,
+}
+
+/// The kernel modules and functions loaded into one context.
+#[derive(Default)]
+struct Loaded {
     modules: [OnceLock<Arc<CudaModule>>; KernelId::ALL.len()],
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
 }
@@ -129,9 +138,46 @@ impl Device {
             name,
             arch,
             sm_count,
-            modules: Default::default(),
-            functions: Mutex::new(HashMap::new()),
+            loaded: Arc::default(),
         }))
+    }
+
+    /// Another handle on this device: the same context, copy stream and loaded modules,
+    /// with a compute stream of its own. Kernels launched through it run beside this
+    /// handle's, ordered against them only by events; it shares the device's memory, so the
+    /// caller keeps the two handles' buffers apart.
+    ///
+    /// # Errors
+    /// Driver errors creating the stream.
+    pub fn lane(&self) -> Result<Arc<Device>> {
+        let compute = drv(
+            self.ordinal,
+            || "create lane stream".into(),
+            self.ctx.new_stream(),
+        )?;
+        Ok(Arc::new(Device {
+            ordinal: self.ordinal,
+            ctx: self.ctx.clone(),
+            compute,
+            copy: self.copy.clone(),
+            name: self.name.clone(),
+            arch: self.arch.clone(),
+            sm_count: self.sm_count,
+            loaded: self.loaded.clone(),
+        }))
+    }
+
+    /// Makes this handle's compute stream wait for `ev` (recorded on any stream of the
+    /// device) before its next work.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn wait_on(&self, ev: &CudaEvent) -> Result<()> {
+        drv(
+            self.ordinal,
+            || "stream wait for event".into(),
+            self.compute.wait(ev),
+        )
     }
 
     /// The device ordinal.
@@ -178,7 +224,7 @@ impl Device {
     }
 
     fn module(&self, id: KernelId) -> Result<&Arc<CudaModule>> {
-        if let Some(m) = self.modules[id.slot()].get() {
+        if let Some(m) = self.loaded.modules[id.slot()].get() {
             return Ok(m);
         }
         let cubin = kernels::cubin(id, &self.arch)?;
@@ -188,8 +234,8 @@ impl Device {
             self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin)),
         )?;
         // Two threads may race to load: the loser's module is dropped, the winner's kept.
-        let _ = self.modules[id.slot()].set(m);
-        self.modules[id.slot()]
+        let _ = self.loaded.modules[id.slot()].set(m);
+        self.loaded.modules[id.slot()]
             .get()
             .ok_or_else(|| GpuError::Input(format!("module {} failed to load", id.name())))
     }
@@ -199,7 +245,7 @@ impl Device {
     /// # Errors
     /// Compile, load or lookup errors.
     pub fn function(&self, id: KernelId, name: &'static str) -> Result<CudaFunction> {
-        if let Some(f) = self.functions.lock().get(name) {
+        if let Some(f) = self.loaded.functions.lock().get(name) {
             return Ok(f.clone());
         }
         let m = self.module(id)?;
@@ -208,7 +254,7 @@ impl Device {
             || format!("get function {name}"),
             m.load_function(name),
         )?;
-        self.functions.lock().insert(name, f.clone());
+        self.loaded.functions.lock().insert(name, f.clone());
         Ok(f)
     }
 

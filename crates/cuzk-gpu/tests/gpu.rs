@@ -98,6 +98,17 @@ fn backend(dev: &Arc<Device>, residency: Residency, chunk: usize) -> GpuBackend 
     )
 }
 
+/// A backend whose resident proves run the witness sums beside the H sum or not.
+fn lanes(dev: &Arc<Device>, concurrent: bool) -> GpuBackend {
+    GpuBackend::with_config(
+        dev.clone(),
+        GpuBackendConfig {
+            concurrent_sums: Some(concurrent),
+            ..GpuBackendConfig::default()
+        },
+    )
+}
+
 #[test]
 fn gpu_proofs_verify_resident_and_streamed() {
     let Some(dev) = device() else { return };
@@ -123,16 +134,19 @@ fn cpu_and_gpu_proofs_both_verify_with_equal_sums() {
     let Some(dev) = device() else { return };
     let seed = seed();
     let (srs, asg) = circuit(&dev, 12, seed);
-    let gpu = GpuBackend::new(dev.clone());
     proves(&CpuBackend::new(), &srs, &asg, seed);
-    proves(&gpu, &srs, &asg, seed);
     let c = CpuBackend::new()
         .compute(&asg, &srs, &mut ProveReport::default())
         .expect("cpu");
-    let g = gpu
-        .compute(&asg, &srs, &mut ProveReport::default())
-        .expect("gpu");
-    assert_eq!(c, g, "seed {seed}");
+    // The witness sums beside the H sum on a second stream, and all five on one.
+    for concurrent in [true, false] {
+        let gpu = lanes(&dev, concurrent);
+        proves(&gpu, &srs, &asg, seed);
+        let g = gpu
+            .compute(&asg, &srs, &mut ProveReport::default())
+            .expect("gpu");
+        assert_eq!(c, g, "seed {seed}, concurrent sums {concurrent}");
+    }
     let streamed = backend(&dev, Residency::Streamed, 1000);
     let s = streamed
         .compute(&asg, &srs, &mut ProveReport::default())
@@ -234,13 +248,25 @@ fn injected_fault_fails_one_prove_then_device_recovers() {
     let Some(dev) = device() else { return };
     let seed = seed();
     let (srs, asg) = circuit(&dev, 10, seed);
-    for (residency, stage) in [
-        (Residency::Resident, "msm_l"),
-        (Residency::Resident, "ntt_h"),
-        (Residency::Streamed, "msm_b_g2"),
-        (Residency::Auto, "upload"),
+    // Resident proves of 2^10 run the witness sums on a second stream by default: a fault
+    // in either stream's sums, and in the sums on one stream.
+    for (residency, stage, concurrent) in [
+        (Residency::Resident, "msm_l", None),
+        (Residency::Resident, "msm_h", None),
+        (Residency::Resident, "msm_b_g2", Some(false)),
+        (Residency::Resident, "ntt_h", None),
+        (Residency::Streamed, "msm_b_g2", None),
+        (Residency::Auto, "upload", None),
     ] {
-        let b = backend(&dev, residency, 300);
+        let b = GpuBackend::with_config(
+            dev.clone(),
+            GpuBackendConfig {
+                residency,
+                stream_chunk_points: 300,
+                concurrent_sums: concurrent,
+                ..GpuBackendConfig::default()
+            },
+        );
         b.inject_fault(stage);
         let err = b
             .compute(&asg, &srs, &mut ProveReport::default())

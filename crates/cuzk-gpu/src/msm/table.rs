@@ -207,13 +207,15 @@ mod tests {
         // 2^27 points: at most 16 rows fit the 31-bit index.
         let t = WindowTable::choose(1 << 27, usize::MAX).unwrap();
         assert!((t.rows() as u64) << 27 <= 1 << 31, "{t:?}");
-        // The backend's shared scratch, sized for the plain sums of n points, holds a
-        // table MSM of n points.
+        // The backend's shared scratch, sized for the plain sums of n points or (beside
+        // the witness sums) for a plain MSM of n points, holds a table MSM of n points.
         for lg in 1..=27u32 {
             for n in [(1usize << lg) - 1, 1 << lg, 3 << (lg - 1)] {
                 if let Some(t) = WindowTable::choose(n, usize::MAX) {
                     let plain = crate::sums::sum_scratch_bytes(n);
                     assert!(table_scratch_bytes(&t) <= plain, "n={n} {t:?}");
+                    let msm = crate::msm::scratch_bytes(Group::G1, n);
+                    assert!(table_scratch_bytes(&t) <= msm, "n={n} {t:?}");
                 }
             }
         }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session of 2026-11-30 23:35 UTC on an H200 (docs/benchmarks.md):
+#   part v: the review commit's binaries (7a2de63, host code only): GPU tests, the backend at
+#           2^22 with the two-worker overlap, and the per-phase device profile of one
+#           resident prove at 2^24 (where the token's time goes now).
+#   part c: the witness sums on a second stream beside the quotient and the H sum: GPU tests,
+#           the backend at 2^20, 2^22 and 2^24 (resident and streamed, and the two-worker
+#           overlap) with the sums on two streams (default) and on one (CUZK_GPU_LANES=1).
+# Usage: bash bench/h200-s15.sh v|c   (each part fits one 600 s device call)
+source "$(dirname "$0")/device-common.sh"
+gpu_info
+case $1 in
+v)
+  t gpu tests; timeout 100 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror|WARN"
+  t "backend 22, overlap 20 partitions x 2 workers"
+  RUST_LOG=warn timeout 120 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 22 2>&1 | grep -E '^\{|WARN' | cut -c1-1400
+  t "profile: backend 24"
+  CUZK_GPU_PROFILE=1 RUST_LOG=cuzk_gpu=info timeout 200 .carry/gpu_bench backend --runs 1 --seed 7 24 2>&1 | grep -v '^$' | cut -c1-1400
+  ;;
+c)
+  t gpu tests; timeout 100 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror|WARN"
+  for lanes in 2 1; do
+    t "backend 20 22 24, overlap 20 partitions x 2 workers, sums on $lanes stream(s)"
+    if [ $lanes = 1 ]; then export CUZK_GPU_LANES=1; fi
+    timeout 220 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 20 22 24 2>&1 | grep -E '^\{|WARN' | cut -c1-1400
+  done
+  ;;
+esac
