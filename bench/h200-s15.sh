@@ -6,7 +6,11 @@
 #   part c: the witness sums on a second stream beside the quotient and the H sum: GPU tests,
 #           the backend at 2^20, 2^22 and 2^24 (resident and streamed, and the two-worker
 #           overlap) with the sums on two streams (default) and on one (CUZK_GPU_LANES=1).
-# Usage: bash bench/h200-s15.sh v|c   (each part fits one 600 s device call)
+#   part f: #4's head-to-head in one run with the binaries of c359da4: GPU tests, cuzk GPU vs
+#           SupraSeal C2 vs the cuzk CPU backend at 2^20, 2^22 and 2^24 (PoRep-like
+#           shape), then the two-worker overlap at 2^22.
+#   part d: the head-to-head at 2^24 on the dense shape (--bit-fraction 0).
+# Usage: bash bench/h200-s15.sh v|c|f|d   (each part fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -24,5 +28,16 @@ c)
     if [ $lanes = 1 ]; then export CUZK_GPU_LANES=1; fi
     timeout 220 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 20 22 24 2>&1 | grep -E '^\{|WARN' | cut -c1-1400
   done
+  ;;
+f)
+  t gpu tests; timeout 100 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "test result|panicked|rror"
+  h2h 70 20 --compare supraseal,cpu
+  h2h 130 22 --compare supraseal,cpu
+  h2h 330 24 --compare supraseal,cpu
+  t "backend 22, overlap 20 partitions x 2 workers"
+  timeout 60 .carry/gpu_bench backend --runs 1 --seed 7 --overlap 20 --workers 2 22 2>&1 | grep -E '"op":"gpu_overlap"' | cut -c1-1400
+  ;;
+d)
+  h2h 500 24 --compare supraseal --bit-fraction 0
   ;;
 esac
