@@ -814,16 +814,10 @@ impl GpuBackend {
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
         let h = self.sum_h(dev, bases, s, &mut timer, stage)?;
-        let (l, a, b_g1, b_g2) = self.witness_sums(dev, bases, s, &mut timer, stage, ready)?;
+        let w = self.witness_sums(dev, bases, s, &mut timer, stage, ready)?;
         dev.sync_compute()?;
         timer.finish(report)?;
-        Ok(MsmOutputs {
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
-        })
+        Ok(w.with_h(h))
     }
 
     /// The five query sums with the four witness sums on `lane`'s stream, beside the H sum
@@ -877,16 +871,10 @@ impl GpuBackend {
             (h, w, lane_stage)
         });
         let h = h?;
-        let (l, a, b_g1, b_g2) = w.inspect_err(|_| *stage = lane_stage)?;
+        let w = w.inspect_err(|_| *stage = lane_stage)?;
         timer.finish(report)?;
         lane_timer.finish(report)?;
-        Ok(MsmOutputs {
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
-        })
+        Ok(w.with_h(h))
     }
 
     /// The H sum on `dev`'s stream, a timed stage.
@@ -937,7 +925,7 @@ impl GpuBackend {
         self.fault_at("msm_b_g2")?;
         let b_g2 = bases.sum(dev, &G2_OPS, Query::BG2, &bs, shape.n_b, true)?;
         timer.mark("msm_b_g2")?;
-        Ok((l, a, b_g1, b_g2))
+        Ok(WitnessSums { l, a, b_g1, b_g2 })
     }
 }
 
@@ -945,12 +933,25 @@ impl GpuBackend {
 type Ready<'r> = &'r mut (dyn FnMut(usize, &Device) -> Result<()> + Send);
 
 /// The L, A, B_G1 and B_G2 sums.
-type WitnessSums = (
-    blstrs::G1Projective,
-    blstrs::G1Projective,
-    blstrs::G1Projective,
-    blstrs::G2Projective,
-);
+struct WitnessSums {
+    l: blstrs::G1Projective,
+    a: blstrs::G1Projective,
+    b_g1: blstrs::G1Projective,
+    b_g2: blstrs::G2Projective,
+}
+
+impl WitnessSums {
+    fn with_h(self, h: blstrs::G1Projective) -> MsmOutputs {
+        let WitnessSums { l, a, b_g1, b_g2 } = self;
+        MsmOutputs {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        }
+    }
+}
 
 /// What the sums read besides the bases.
 struct Sums<'a> {
