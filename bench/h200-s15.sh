@@ -10,7 +10,10 @@
 #           SupraSeal C2 vs the cuzk CPU backend at 2^20, 2^22 and 2^24 (PoRep-like
 #           shape), then the two-worker overlap at 2^22.
 #   part d: the head-to-head at 2^24 on the dense shape (--bit-fraction 0).
-# Usage: bash bench/h200-s15.sh v|c|f|d   (each part fits one 600 s device call)
+#   part e: the binaries of 43bce8a (the witness sums as a struct): GPU tests, NTT and MSM
+#           checks, and the 2 KiB PoRep C2 proved on the GPU through the engine and checked
+#           by filecoin-proofs' verifier.
+# Usage: bash bench/h200-s15.sh v|c|f|d|e   (each part fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -39,5 +42,13 @@ f)
   ;;
 d)
   h2h 500 24 --compare supraseal --bit-fraction 0
+  ;;
+e)
+  gpu_checks
+  export FIL_PROOFS_PARAMETER_CACHE=/tmp/cuzk-params FIL_PROOFS_PARENT_CACHE=/tmp/cuzk-parents
+  t "porep 2KiB: parameters, sector, prove on the GPU"
+  timeout 200 .carry/cuzk gen params --kind porep --sector-size 2KiB --dir /tmp/cuzk-params 2>&1 | tail -2
+  timeout 150 .carry/cuzk gen sector --sector-size 2KiB --out /tmp/cuzk-sector 2>&1 | tail -2
+  RUST_LOG=info timeout 150 .carry/cuzk prove --kind porep --sector /tmp/cuzk-sector --param-dir /tmp/cuzk-params --backend gpu 2>&1 | grep -vE '^\s*$' | tail -6 | cut -c1-600
   ;;
 esac
