@@ -175,8 +175,8 @@ impl GpuBackend {
         if let Some(l) = self.lane.get() {
             return Ok(l);
         }
+        // Two racing callers would each make a stream; the loser's is dropped.
         let l = self.dev.lane()?;
-        // Only compute calls under the token make it: no race.
         Ok(self.lane.get_or_init(|| l))
     }
 
@@ -687,9 +687,10 @@ impl GpuBackend {
         *stage = "gpu_setup";
         let t = Instant::now();
         let chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
-        let lane = match resident.is_some() && self.lanes(shape) {
-            true => Some(self.lane()?),
-            false => None,
+        let lane = if resident.is_some() && self.lanes(shape) {
+            Some(self.lane()?)
+        } else {
+            None
         };
         let need = shared_need(shape, resident.is_some(), chunk, lane.is_some());
         if shared.as_ref().is_none_or(|s| s.arena.size() < need) {
@@ -734,40 +735,34 @@ impl GpuBackend {
         plan.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| ready(k, dev))?;
         timer.mark("ntt_h")?;
 
+        let sums = Sums {
+            vecs,
+            shape,
+            srs,
+            h_coeffs: abc[1],
+        };
         let used = arena.used().next_multiple_of(ALIGN);
-        let rest = arena.size().saturating_sub(used);
+        // The arena from `at` to its end.
+        let rest = |at: usize| arena.region(at, arena.size().saturating_sub(at));
         let mut bases = match resident {
             Some(r) => {
-                let h = abc[1];
-                let Some(lane) = lane else {
-                    let scratch = arena.region(used, rest)?;
-                    return r.with_regions(|q| {
-                        let mut b = Bases::Resident(q, r.table(), scratch);
-                        let sums = Sums {
-                            vecs,
-                            shape,
-                            srs,
-                            h_coeffs: h,
-                        };
+                return r.with_regions(|q| match lane {
+                    None => {
+                        let mut b = Bases::Resident(q, r.table(), rest(used)?);
                         self.sums(&mut b, &sums, timer, report, stage, ready)
-                    });
-                };
-                let h_bytes = h_scratch_bytes(shape);
-                let w_at = (used + h_bytes).next_multiple_of(ALIGN);
-                let h_scratch = arena.region(used, h_bytes)?;
-                let w_scratch = arena.region(w_at, arena.size().saturating_sub(w_at))?;
-                return r.with_regions(|q| {
-                    let bases = [
-                        Bases::Resident(q, r.table(), h_scratch),
-                        Bases::Resident(q, None, w_scratch),
-                    ];
-                    let sums = Sums {
-                        vecs,
-                        shape,
-                        srs,
-                        h_coeffs: h,
-                    };
-                    self.sums_beside(lane, bases, &sums, timer, report, stage, ready)
+                    }
+                    Some(lane) => {
+                        let h_bytes = h_scratch_bytes(shape);
+                        let bases = [
+                            Bases::Resident(q, r.table(), arena.region(used, h_bytes)?),
+                            Bases::Resident(
+                                q,
+                                None,
+                                rest((used + h_bytes).next_multiple_of(ALIGN))?,
+                            ),
+                        ];
+                        self.sums_beside(lane, bases, &sums, timer, report, stage, ready)
+                    }
                 });
             }
             None => {
@@ -776,7 +771,7 @@ impl GpuBackend {
                 let s_at = (d1_at + bufb).next_multiple_of(ALIGN);
                 let d0 = arena.region(used, bufb)?;
                 let d1 = arena.region(d1_at, bufb)?;
-                let scratch = arena.region(s_at, arena.size().saturating_sub(s_at))?;
+                let scratch = rest(s_at)?;
                 let pins = sh
                     .stream_pins
                     .as_mut()
@@ -791,12 +786,6 @@ impl GpuBackend {
                     srs,
                 )
             }
-        };
-        let sums = Sums {
-            vecs,
-            shape,
-            srs,
-            h_coeffs: abc[1],
         };
         self.sums(&mut bases, &sums, timer, report, stage, ready)
     }

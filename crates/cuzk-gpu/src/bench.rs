@@ -213,7 +213,7 @@ pub fn run_msm(args: &MsmBench) -> Result<()> {
             run_msm_table(&dev, args.runs, &g1v, &scalars, &plain, med, seed)?;
         }
         let c = msm::window_bits(n);
-        let nwin = 256u32.div_ceil(c) as f64;
+        let nwin = msm::windows(c) as f64;
         // Bucket accumulation: one mixed XYZZ addition per point and window, 10 Fp products
         // in G1 (8M + 2S), 28 in G2 (8 Fp2 M at 3 + 2 Fp2 S at 2).
         let fp_muls = match group {

@@ -115,7 +115,7 @@ pub fn window_bits(n: usize) -> u32 {
 }
 
 /// Windows of c bits in a 256-bit scalar.
-fn windows(c: u32) -> u32 {
+pub(crate) fn windows(c: u32) -> u32 {
     256u32.div_ceil(c)
 }
 

@@ -116,11 +116,7 @@ fn msm_streamed(
             || "record uploaded".into(),
             uploaded[slot].record(dev.copy_stream()),
         )?;
-        drv(
-            ord,
-            || "wait uploaded".into(),
-            dev.compute_stream().wait(&uploaded[slot]),
-        )?;
+        dev.wait_on(&uploaded[slot])?;
         let sub = Scratch::within(&msm_scratch);
         let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
         let out = msm_enqueue(dev, &sub, group, &buf[slot], None, &sc, e - b)?;
