@@ -13,7 +13,9 @@
 #   part e: the binaries of 43bce8a (the witness sums as a struct): GPU tests, NTT and MSM
 #           checks, and the 2 KiB PoRep C2 proved on the GPU through the engine and checked
 #           by filecoin-proofs' verifier.
-# Usage: bash bench/h200-s15.sh v|c|f|d|e   (each part fits one 600 s device call)
+#   part r: the review commit's binaries (c2fd7df): GPU tests, the backend at 2^20 and 2^22
+#           (resident, streamed, the two-worker overlap at 2^22).
+# Usage: bash bench/h200-s15.sh v|c|f|d|e|r   (each part fits one 600 s device call)
 source "$(dirname "$0")/device-common.sh"
 gpu_info
 case $1 in
@@ -50,5 +52,10 @@ e)
   timeout 200 .carry/cuzk gen params --kind porep --sector-size 2KiB --dir /tmp/cuzk-params 2>&1 | tail -2
   timeout 150 .carry/cuzk gen sector --sector-size 2KiB --out /tmp/cuzk-sector 2>&1 | tail -2
   RUST_LOG=info timeout 150 .carry/cuzk prove --kind porep --sector /tmp/cuzk-sector --param-dir /tmp/cuzk-params --backend gpu 2>&1 | grep -vE '^\s*$' | tail -6 | cut -c1-600
+  ;;
+r)
+  t gpu tests; timeout 100 .carry/gpu_tests --test-threads=1 2>&1 | grep -E "test result|panicked|rror"
+  t "backend 20 22, overlap 20 partitions x 2 workers"
+  timeout 120 .carry/gpu_bench backend --runs 3 --seed 7 --overlap 20 --workers 2 20 22 2>&1 | grep -E '^\{' | cut -c1-700
   ;;
 esac
