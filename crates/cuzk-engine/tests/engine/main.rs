@@ -2,4 +2,5 @@
 //! binary links the proving stack again).
 
 mod device_backend;
+mod device_faults;
 mod engine_jobs;

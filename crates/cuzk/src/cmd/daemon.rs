@@ -96,6 +96,11 @@ pub fn registry(gpus: &[Arc<cuzk_gpu::Device>]) -> KindRegistry {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.effective_config()?;
     if args.print_config {
+        let machine = cuzk_engine::sizing::Machine::detect();
+        println!(
+            "# synthesis_workers and the memory budgets not set above are derived from this machine: {} cores, {} bytes of memory",
+            machine.cores, machine.mem_total_bytes
+        );
         print!("{}", cfg.to_toml());
         return Ok(());
     }
