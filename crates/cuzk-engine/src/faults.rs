@@ -37,7 +37,7 @@ use ff::Field;
 use tracing::warn;
 
 use crate::device::{Device, FaultEffect};
-use crate::state::{Job, Ready, Shared, State};
+use crate::state::{Job, JobEnd, Ready, Shared, State};
 use crate::{Engine, JobState};
 
 /// The start of every "no in-service device may prove it" failure reason.
@@ -243,24 +243,21 @@ pub(crate) fn fail_no_device(
     shared.finish_job(
         st,
         job_id,
-        JobState::Failed,
-        Vec::new(),
-        format!("{NO_HEALTHY_DEVICE}: {detail}"),
-        Duration::ZERO,
+        JobEnd::retryable(format!("{NO_HEALTHY_DEVICE}: {detail}")),
     )
 }
 
 /// After a job's assembled proof failed verification: finds the partition proofs that
 /// fail on their own and, unless one of them was already retried or no CPU device is in
 /// service, puts the good proofs back and queues the bad partitions for synthesis and a
-/// prove on a CPU device. `Err` is the reason to fail the job with.
+/// prove on a CPU device. `Err` is how the job ends instead.
 pub(crate) fn retry_unverified(
     shared: &Arc<Shared>,
     job: &Arc<Job>,
     proofs: Vec<Proof>,
     vk: VerifyingKey,
     failure: &str,
-) -> Result<(), String> {
+) -> Result<(), JobEnd> {
     let bad: Vec<usize> = proofs
         .iter()
         .enumerate()
@@ -275,9 +272,9 @@ pub(crate) fn retry_unverified(
         .map(|(i, _)| i)
         .collect();
     if bad.is_empty() {
-        return Err(format!(
+        return Err(JobEnd::failed(format!(
             "{failure} (every partition proof verifies on its own: not retried)"
-        ));
+        )));
     }
     let mut guard = shared.state.lock();
     let st = &mut *guard;
@@ -286,18 +283,19 @@ pub(crate) fn retry_unverified(
         return Ok(());
     };
     if bad.iter().any(|&i| progress.faults.cpu_retried[i]) {
-        return Err(format!(
+        return Err(JobEnd::failed(format!(
             "{failure} (partitions {bad:?} fail verification, after a retry on the CPU)"
-        ));
+        )));
     }
     let cpu_route = Route {
         failed_on: Vec::new(),
         cpu_only: true,
     };
     if !cpu_route.has_taker(&shared.devices) {
-        return Err(format!(
-            "{failure} (partitions {bad:?} fail verification; no CPU device in service to retry them)"
-        ));
+        // Another daemon, or this one once a CPU device is back, may prove them.
+        return Err(JobEnd::retryable(format!(
+            "{NO_HEALTHY_DEVICE}: {failure} (partitions {bad:?} fail verification; no CPU device in service to retry them)"
+        )));
     }
     let blamed: Vec<(usize, usize)> = bad
         .iter()

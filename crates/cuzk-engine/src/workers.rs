@@ -15,7 +15,7 @@ use tracing::debug;
 
 use crate::device::Device;
 use crate::faults::{self, CallOutcome, RetryCause, Route};
-use crate::state::{Job, Ready, Shared, State};
+use crate::state::{Job, JobEnd, Ready, Shared, State};
 use crate::timeline::{Stage, TimelineEvent};
 use crate::JobState;
 
@@ -40,17 +40,10 @@ fn event(job: &Job, partition_idx: u32, stage: Stage, worker: &str, device: &str
     }
 }
 
-/// Fails `job` with `reason` and drops what it held outside the lock.
-fn fail_job(shared: &Arc<Shared>, job: &Job, reason: String) {
+/// Fails `job` and drops what it held outside the lock.
+fn fail_job(shared: &Arc<Shared>, job: &Job, end: JobEnd) {
     let mut st = shared.state.lock();
-    let dropped = shared.finish_job(
-        &mut st,
-        &job.id,
-        JobState::Failed,
-        Vec::new(),
-        reason,
-        Duration::ZERO,
-    );
+    let dropped = shared.finish_job(&mut st, &job.id, end);
     drop(st);
     drop(dropped);
 }
@@ -65,7 +58,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                 if st.stopping {
                     return;
                 }
-                if let Some(picked) = shared.pick_synthesis(&mut st) {
+                if let Some(picked) = shared.pick_synthesis(&mut st, worker_idx) {
                     break picked;
                 }
                 shared.synth_cv.wait(&mut st);
@@ -102,7 +95,9 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
             Err(err) => {
                 shared.state.lock().in_synthesis -= 1;
                 drop(reservation);
-                fail_job(&shared, &job, format!("partition {partition_idx}: {err}"));
+                // Parameters that cannot load here may load on another daemon.
+                let reason = format!("partition {partition_idx}: {err}");
+                fail_job(&shared, &job, JobEnd::retryable(reason));
                 continue;
             }
         };
@@ -160,14 +155,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                 }
             }
             Ok(Err(err)) => {
-                let dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    err.to_string(),
-                    Duration::ZERO,
-                );
+                let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(err.to_string()));
                 (dropped, Some((reservation, lease)))
             }
             Err(panic) => {
@@ -175,14 +163,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                     "synthesis of partition {partition_idx} panicked: {}",
                     panic_message(&*panic)
                 );
-                let dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    reason,
-                    Duration::ZERO,
-                );
+                let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(reason));
                 (dropped, Some((reservation, lease)))
             }
         };
@@ -330,14 +311,7 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Re
             let mut st = shared.state.lock();
             st.in_proving -= 1;
             *device.current.lock() = None;
-            let dropped = shared.finish_job(
-                &mut st,
-                &job.id,
-                JobState::Failed,
-                Vec::new(),
-                reason,
-                Duration::ZERO,
-            );
+            let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(reason));
             drop(st);
             drop(dropped);
             return;
@@ -462,7 +436,8 @@ fn spawn_assembly(
         .spawn(move || assemble(worker_shared, worker_job, proofs, vk));
     if let Err(err) = spawned {
         shared.state.lock().in_assembly -= 1;
-        fail_job(shared, &job, format!("cannot start assembly thread: {err}"));
+        let reason = format!("cannot start assembly thread: {err}");
+        fail_job(shared, &job, JobEnd::failed(reason));
     }
 }
 
@@ -494,7 +469,7 @@ fn assemble(shared: Arc<Shared>, job: Arc<Job>, proofs: Vec<Proof>, vk: Option<V
     shared
         .timeline
         .record(event(&job, 0, Stage::Assembly, "assembler", ""), t0, t1);
-    let result = match (result, vk) {
+    let end = match (result, vk) {
         // The failing partitions are proved again on the CPU, once.
         (Assembled::Unverified(reason), Some(vk)) => {
             match faults::retry_unverified(&shared, &job, proofs, vk, &reason) {
@@ -502,32 +477,18 @@ fn assemble(shared: Arc<Shared>, job: Arc<Job>, proofs: Vec<Proof>, vk: Option<V
                     shared.state.lock().in_assembly -= 1;
                     return;
                 }
-                Err(reason) => Err(reason),
+                Err(end) => end,
             }
         }
-        (Assembled::Verified(bytes), _) => Ok(bytes),
-        (Assembled::Unverified(reason) | Assembled::Failed(reason), _) => Err(reason),
+        (Assembled::Verified(proof), _) => JobEnd::Completed {
+            proof,
+            assembly: t1 - t0,
+        },
+        (Assembled::Unverified(reason) | Assembled::Failed(reason), _) => JobEnd::failed(reason),
     };
     let mut st = shared.state.lock();
     st.in_assembly -= 1;
-    let dropped = match result {
-        Ok(bytes) => shared.finish_job(
-            &mut st,
-            &job.id,
-            JobState::Completed,
-            bytes,
-            String::new(),
-            t1 - t0,
-        ),
-        Err(reason) => shared.finish_job(
-            &mut st,
-            &job.id,
-            JobState::Failed,
-            Vec::new(),
-            reason,
-            t1 - t0,
-        ),
-    };
+    let dropped = shared.finish_job(&mut st, &job.id, end);
     drop(st);
     drop(dropped);
 }

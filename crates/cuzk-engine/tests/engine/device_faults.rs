@@ -282,6 +282,7 @@ fn with_no_healthy_device_left_jobs_fail_with_a_reason_until_it_is_restored() {
         let out = finish(&engine, &job);
         assert_eq!(out.state, JobState::Failed);
         assert!(out.error.starts_with("no healthy device"), "{}", out.error);
+        assert!(out.retryable, "another daemon may prove it");
     }
     let gpu = device(&engine, "gpu:0");
     assert!(!gpu.in_service && gpu.faults_total == 1, "{gpu:?}");
