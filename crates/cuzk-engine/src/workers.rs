@@ -256,9 +256,16 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Re
         shared.cfg.prove_timeout,
     );
     let t_end = Instant::now();
-    // After a hung call this lets the device's other workers on: they find it out of
-    // service and take nothing more there.
-    drop(token);
+    // After a fault the token is kept until the fault is counted, so that the device's
+    // next worker finds it out of service if this fault took it out (a hung call's
+    // token is released here too: nothing waits for it).
+    let token = match outcome {
+        CallOutcome::Fault(_) | CallOutcome::Hung(_) => token,
+        CallOutcome::Proved(_) | CallOutcome::Refused(_) => {
+            drop(token);
+            None
+        }
+    };
     let compute_event = event(&job, partition_idx, Stage::Compute, lane, dev_name);
     // The interval the device was held: the whole call, or the backend's own hold
     // (which starts where its `token_wait` stage ends; the stages before it, such as
@@ -337,6 +344,7 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Re
     let mut dropped = faults::device_fault(shared, &mut st, device, cause, &reason);
     dropped.extend(requeue(shared, &mut st, ready, &reason));
     drop(st);
+    drop(token);
     drop(dropped);
 }
 

@@ -164,8 +164,9 @@ fn jobs_complete_on_the_fallback_when_a_device_always_fails() {
             && gpu.out_of_service_reason.contains("injected failure"),
         "{gpu:?}"
     );
-    // Its two workers may both have been in a call when the third fault came back.
-    assert!((3..=4).contains(&gpu.faults_total), "{gpu:?}");
+    // Its two workers share the engine's compute token, which a failed call keeps until
+    // its fault is counted: no call starts on a device that is out of service.
+    assert_eq!(gpu.faults_total, 3, "{gpu:?}");
     assert_eq!(
         backend.calls.load(Ordering::SeqCst) as u64,
         gpu.faults_total,
@@ -222,9 +223,10 @@ fn a_hung_call_fails_its_partition_within_the_limit_and_the_job_completes() {
         gpu.out_of_service_reason.contains("prove_timeout"),
         "{gpu:?}"
     );
-    // At most one call per worker went in before the first timed out; none after.
+    // The other worker waited for the token behind the hung call, then found the device
+    // out of service.
     let calls = backend.calls.load(Ordering::SeqCst);
-    assert!((1..=2).contains(&calls), "{calls} calls");
+    assert_eq!(calls, 1, "{calls} calls");
     // The partitions that hung were proved by the fallback.
     let (events, _) = engine.timeline(0);
     let cpu_computes = events
@@ -291,7 +293,12 @@ fn with_no_healthy_device_left_jobs_fail_with_a_reason_until_it_is_restored() {
         1,
         "no fallback was asked for"
     );
-    assert_eq!(engine.status().memory_reserved_bytes, 0);
+    // A partition still in synthesis when its job failed returns its bytes when it ends.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while engine.status().memory_reserved_bytes != 0 {
+        assert!(Instant::now() < deadline, "reservations not returned");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 
     assert!(engine.restore_device("gpu:0"));
     assert!(device(&engine, "gpu:0").in_service);
