@@ -3,7 +3,7 @@
 //! token, busy time, the job on it, its health). Finding devices and building their
 //! backends is the caller's business (the daemon); with none given the engine proves on
 //! the CPU backend, and with only GPUs given it adds a CPU fallback device (see
-//! [`build_devices`]). Fault counting and routing live in `faults.rs`.
+//! `build_devices`). Fault counting and routing live in `faults.rs`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
