@@ -8,13 +8,11 @@
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
-use cudarc::driver::PushKernelArg;
-
-use crate::arena::{DevRegion, VramArena};
-use crate::device::{launch, Device};
-use crate::error::{drv, GpuError, Result};
-use crate::kernels::KernelId;
-use crate::layout::{scalar_words, FR_BYTES};
+use crate::device::arena::{DevRegion, VramArena};
+use crate::device::launch;
+use crate::device::layout::{scalar_words, FR_BYTES};
+use crate::device::Device;
+use crate::error::{GpuError, Result};
 
 /// Largest supported transform: 2^28 points (Fr's two-adicity is 32; 2^28 × 32 bytes is
 /// 8 GiB, the largest domain a Filecoin partition needs with room to spare).
@@ -83,15 +81,6 @@ enum PassKind<'o> {
     Dit,
 }
 
-impl PassKind<'_> {
-    fn name(self) -> &'static str {
-        match self {
-            PassKind::Dif(_) => "ntt_dif_pass",
-            PassKind::Dit => "ntt_dit_pass",
-        }
-    }
-}
-
 /// How the last pass of a transform scales its outputs (`mode` in ntt.cu).
 #[derive(Clone, Copy)]
 enum Scale<'t, 'a> {
@@ -151,8 +140,8 @@ impl<'a> NttPlan<'a> {
     pub fn table_bytes(lg_n: u32) -> usize {
         let h = lg_n.div_ceil(2);
         let two_level =
-            ((1usize << h) + (1usize << (lg_n - h))) * FR_BYTES + 2 * crate::arena::ALIGN;
-        let inner: usize = (1usize << MAX_PASS_LG) * FR_BYTES + 4 * crate::arena::ALIGN;
+            ((1usize << h) + (1usize << (lg_n - h))) * FR_BYTES + 2 * crate::device::arena::ALIGN;
+        let inner: usize = (1usize << MAX_PASS_LG) * FR_BYTES + 4 * crate::device::arena::ALIGN;
         5 * two_level + 2 * inner
     }
 
@@ -310,27 +299,15 @@ impl<'a> NttPlan<'a> {
             .unwrap_or(Scalar::ZERO);
         // With one point there are no passes: the quotient goes straight to abc[1].
         let out = if self.lg_n == 0 { abc[1] } else { abc[0] };
-        let (po, pa, pb, pc, zw) = (
-            out.ptr(),
-            abc[0].ptr(),
-            abc[1].ptr(),
-            abc[2].ptr(),
-            scalar_words(&z_inv),
-        );
-        // SAFETY: fr_ab_minus_c(fr_t* out, const fr_t* a, const fr_t* b, const fr_t* c, u64 n,
-        // fr_t zinv); the regions hold n elements each (checked above); the grid covers n
-        // threads, each checks i < n.
-        launch!(
+        launch::fr_ab_minus_c(
             dev,
-            KernelId::Ntt,
-            "fr_ab_minus_c",
             Device::grid(n, 256),
-            &po,
-            &pa,
-            &pb,
-            &pc,
-            &n,
-            &zw
+            out,
+            abc[0],
+            abc[1],
+            abc[2],
+            n,
+            scalar_words(&z_inv),
         )?;
         if self.lg_n > 0 {
             self.dif(
@@ -375,58 +352,35 @@ impl<'a> NttPlan<'a> {
         inverse: bool,
         scale: Scale<'_, 'a>,
     ) -> Result<()> {
-        let name = kind.name();
-        let f = dev.function(KernelId::Ntt, name)?;
         let t = if inverse {
             &self.omega_inv
         } else {
             &self.omega
         };
-        let inner = self.inner_table(l, inverse)?.ptr();
-        let (p, k, lo, hi, h) = (data.ptr(), self.lg_n, t.lo.ptr(), t.hi.ptr(), self.h);
-        let (mode, sc, s_lo, s_hi) = match scale {
-            Scale::None => (0u32, Scalar::ONE, 0u64, 0u64),
-            Scale::By(c) => (1, c, 0, 0),
-            Scale::Table(tb) => (2, Scalar::ONE, tb.lo.ptr(), tb.hi.ptr()),
+        let inner = self.inner_table(l, inverse)?;
+        let (k, h) = (self.lg_n, self.h);
+        let (mode, sc, s_tab) = match scale {
+            Scale::None => (0u32, Scalar::ONE, None),
+            Scale::By(c) => (1, c, None),
+            Scale::Table(tb) => (2, Scalar::ONE, Some(tb)),
         };
+        let (s_lo, s_hi) = (s_tab.map(|tb| &tb.lo), s_tab.map(|tb| &tb.hi));
         let sc = scalar_words(&sc);
         let cfg = cudarc::driver::LaunchConfig {
             grid_dim: ((1u32 << (k - l)), 1, 1),
             block_dim: ((1u32 << (l - 1)).min(PASS_THREADS), 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = dev.compute_stream().launch_builder(&f);
-        b.arg(&p)
-            .arg(&k)
-            .arg(&r)
-            .arg(&l)
-            .arg(&inner)
-            .arg(&lo)
-            .arg(&hi)
-            .arg(&h)
-            .arg(&mode)
-            .arg(&sc)
-            .arg(&s_lo)
-            .arg(&s_hi);
-        // The DIF kernel's out pointer (null: in place).
-        let o = match kind {
-            PassKind::Dif(out) => out.map_or(0u64, |r| r.ptr()),
-            PassKind::Dit => 0,
-        };
-        if matches!(kind, PassKind::Dif(_)) {
-            b.arg(&o);
+        // The grid covers the 2^(k-L) groups and each block loops over its 2^(L-1)
+        // butterflies; mode 2 alone reads s_lo and s_hi.
+        match kind {
+            PassKind::Dif(out) => launch::ntt_dif_pass(
+                dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, mode, sc, s_lo, s_hi, out,
+            ),
+            PassKind::Dit => launch::ntt_dit_pass(
+                dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, mode, sc, s_lo, s_hi,
+            ),
         }
-        // SAFETY: args match ntt_dif_pass(fr_t*, u32 k, u32 R, u32 L, const fr_t* inner,
-        // const fr_t* lo, const fr_t* hi, u32 h, u32 mode, fr_t scale, const fr_t* s_lo,
-        // const fr_t* s_hi, fr_t* out) and ntt_dit_pass (the same without out) in ntt.cu;
-        // data (and out, when set) hold 2^k elements (checked by the callers), inner 2^(L-1),
-        // lo and s_lo 2^h, hi and s_hi 2^(k-h) (mode 2 only reads s_lo and s_hi); the grid
-        // covers the 2^(k-L) groups and each block loops over its 2^(L-1) butterflies.
-        drv(
-            dev.ordinal(),
-            || format!("launch {name}"),
-            unsafe { b.launch(cfg) }.map(|_| ()),
-        )
     }
 
     fn dif(
@@ -464,17 +418,8 @@ impl<'a> NttPlan<'a> {
     }
 
     fn bitrev(&self, dev: &Device, data: &DevRegion<'_>) -> Result<()> {
-        let f = dev.function(KernelId::Ntt, "ntt_bitrev")?;
-        let (p, k) = (data.ptr(), self.lg_n);
-        let mut b = dev.compute_stream().launch_builder(&f);
-        b.arg(&p).arg(&k);
-        // SAFETY: ntt_bitrev(fr_t* data, u32 k); data holds 2^k elements; the grid covers
-        // 2^k threads and each checks its index.
-        drv(
-            dev.ordinal(),
-            || "launch ntt_bitrev".into(),
-            unsafe { b.launch(Device::grid(1u64 << k, 256)) }.map(|_| ()),
-        )
+        let k = self.lg_n;
+        launch::ntt_bitrev(dev, Device::grid(1u64 << k, 256), data, k)
     }
 
     fn coset_scale(
@@ -484,23 +429,16 @@ impl<'a> NttPlan<'a> {
         bitreversed: bool,
         t: &Table<'a>,
     ) -> Result<()> {
-        let f = dev.function(KernelId::Ntt, "ntt_coset_scale")?;
-        let (p, k, br, lo, hi, h) = (
-            data.ptr(),
-            self.lg_n,
+        let k = self.lg_n;
+        launch::ntt_coset_scale(
+            dev,
+            Device::grid(1u64 << k, 256),
+            data,
+            k,
             u32::from(bitreversed),
-            t.lo.ptr(),
-            t.hi.ptr(),
+            &t.lo,
+            &t.hi,
             self.h,
-        );
-        let mut b = dev.compute_stream().launch_builder(&f);
-        b.arg(&p).arg(&k).arg(&br).arg(&lo).arg(&hi).arg(&h);
-        // SAFETY: ntt_coset_scale(fr_t*, u32 k, u32 bitreversed, const fr_t* lo,
-        // const fr_t* hi, u32 h); data holds 2^k elements, lo 2^h and hi 2^(k-h).
-        drv(
-            dev.ordinal(),
-            || "launch ntt_coset_scale".into(),
-            unsafe { b.launch(Device::grid(1u64 << k, 256)) }.map(|_| ()),
         )
     }
 }
@@ -513,19 +451,13 @@ fn powers(
     factor: Scalar,
     count: u32,
 ) -> Result<()> {
-    if out.bytes() < count as usize * FR_BYTES {
-        return Err(GpuError::Input("powers table too small".into()));
-    }
-    let f = dev.function(KernelId::Ntt, "ntt_powers")?;
-    let (p, b0, f0) = (out.ptr(), scalar_words(&base), scalar_words(&factor));
-    let mut b = dev.compute_stream().launch_builder(&f);
-    b.arg(&p).arg(&b0).arg(&f0).arg(&count);
-    // SAFETY: ntt_powers(fr_t* out, fr_t base, fr_t factor, u32 count); out holds count
-    // elements.
-    drv(
-        dev.ordinal(),
-        || "launch ntt_powers".into(),
-        unsafe { b.launch(Device::grid(count as u64, 256)) }.map(|_| ()),
+    launch::ntt_powers(
+        dev,
+        Device::grid(count as u64, 256),
+        out,
+        scalar_words(&base),
+        scalar_words(&factor),
+        count,
     )
 }
 

@@ -5,10 +5,10 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 
 use super::{msm_enqueue, scratch_bytes, Group, MsmOut};
-use crate::arena::{DevRegion, Scratch};
+use crate::device::arena::{DevRegion, Scratch};
+use crate::device::layout::{self, FR_BYTES};
 use crate::device::Device;
 use crate::error::{drv, GpuError, Result};
-use crate::layout::{self, FR_BYTES};
 
 /// `Σ scalars[i] · bases[i]` in G1 with the bases streamed from host memory in chunks of
 /// `chunk` points through two device buffers (upload of chunk j+1 on the copy stream

@@ -5,14 +5,12 @@
 
 use blstrs::{G1Projective, G2Projective};
 
-use cudarc::driver::PushKernelArg;
-
-use crate::arena::{DevRegion, Scratch};
+use crate::device::arena::{DevRegion, Scratch};
+use crate::device::launch;
+use crate::device::layout::{self, FR_BYTES};
 use crate::device::Device;
-use crate::error::{drv, GpuError, Result};
-use crate::kernels::KernelId;
-use crate::layout::{self, FR_BYTES};
-use crate::msm::{scan_exclusive, Group};
+use crate::error::{GpuError, Result};
+use crate::ops::msm::{scan_exclusive, Group};
 
 /// Threads per block of the classification kernels (CLASSIFY_THREADS in classify.cu).
 const CLASSIFY_THREADS: u32 = 1024;
@@ -72,49 +70,27 @@ pub fn classify<'s>(
             other_scalars,
         });
     }
-    let ord = dev.ordinal();
-    let stream = dev.compute_stream();
     let cfg = cudarc::driver::LaunchConfig {
         grid_dim: (nblocks as u32, 1, 1),
         block_dim: (CLASSIFY_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
-    let (sp, n32, oc, thc) = (scalars.ptr(), n as u32, ones_c.ptr(), others_c.ptr());
-    let f = dev.function(KernelId::Classify, "classify_count")?;
-    let mut b = stream.launch_builder(&f);
-    b.arg(&sp).arg(&n32).arg(&oc).arg(&thc);
-    // SAFETY: classify_count(const fr_t*, u32 n, u32* ones, u32* others); one count per
-    // block of CLASSIFY_THREADS, nblocks blocks.
-    drv(
-        ord,
-        || "launch classify_count".into(),
-        unsafe { b.launch(cfg) }.map(|_| ()),
-    )?;
+    let n32 = n as u32;
+    // One count per block of CLASSIFY_THREADS.
+    launch::classify_count(dev, cfg, scalars, n32, &ones_c, &others_c)?;
     for (counts, offsets) in [(&ones_c, &ones_off), (&others_c, &others_off)] {
         scan_exclusive(dev, scratch, counts, offsets, None, nblocks)?;
     }
-    let (oo, to, oi, ti, ts) = (
-        ones_off.ptr(),
-        others_off.ptr(),
-        one_idx.ptr(),
-        other_idx.ptr(),
-        other_scalars.ptr(),
-    );
-    let f = dev.function(KernelId::Classify, "classify_scatter")?;
-    let mut b = stream.launch_builder(&f);
-    b.arg(&sp)
-        .arg(&n32)
-        .arg(&oo)
-        .arg(&to)
-        .arg(&oi)
-        .arg(&ti)
-        .arg(&ts);
-    // SAFETY: classify_scatter(const fr_t*, u32 n, const u32* one_off, const u32* other_off,
-    // u32* one_idx, u32* other_idx, fr_t* other_scalars); outputs hold n entries each.
-    drv(
-        ord,
-        || "launch classify_scatter".into(),
-        unsafe { b.launch(cfg) }.map(|_| ()),
+    launch::classify_scatter(
+        dev,
+        cfg,
+        scalars,
+        n32,
+        &ones_off,
+        &others_off,
+        &one_idx,
+        &other_idx,
+        &other_scalars,
     )?;
     let mut t = [0u8; 4];
     dev.download(&mut t, &ones_off.slice(nblocks * 4, 4)?)?;
@@ -152,18 +128,16 @@ pub fn gather_enqueue<'s>(
         return Ok(out);
     }
     let words = (pb / 16) as u32;
-    let (bp, ip, n32, op) = (bases.ptr(), idx.ptr(), n as u32, out.ptr());
-    let f = dev.function(KernelId::Classify, "gather_points")?;
-    let stream = dev.compute_stream();
-    let mut b = stream.launch_builder(&f);
-    b.arg(&bp).arg(&ip).arg(&n32).arg(&words).arg(&op);
-    // SAFETY: gather_points(const uint4* bases, const u32* idx, u32 n, u32 W, uint4* out);
-    // idx holds n entries below the bases' point count (classify's indices), out n points of
-    // W 16-byte words; the grid covers n * W threads and the kernel checks i < n.
-    drv(
-        dev.ordinal(),
-        || "launch gather_points".into(),
-        unsafe { b.launch(Device::grid(n as u64 * words as u64, 256)) }.map(|_| ()),
+    // idx holds n entries below the bases' point count (classify's indices); the grid
+    // covers n * W threads and the kernel checks i < n.
+    launch::gather_points(
+        dev,
+        Device::grid(n as u64 * words as u64, 256),
+        bases,
+        idx,
+        n as u32,
+        words,
+        &out,
     )?;
     Ok(out)
 }
@@ -193,58 +167,40 @@ pub fn batch_add_enqueue<'s>(
         }
         _ => {}
     }
-    let ord = dev.ordinal();
-    let stream = dev.compute_stream();
     let nout = n.div_ceil(BATCH_K as usize).max(1);
     let part_a = scratch.alloc(nout * group.xyzz_bytes())?;
     let part_b = scratch.alloc(nout * group.xyzz_bytes())?;
     let out = scratch.alloc(group.jacobian_bytes())?;
-    let (bp, ip, n32, k, pa) = (
-        bases.ptr(),
-        idx.map_or(0u64, |r| r.ptr()),
+    // With n = 0 the one thread writes infinity.
+    launch::batch_add(
+        dev,
+        group,
+        Device::grid(nout as u64, group.block()),
+        bases,
+        idx,
         n as u32,
         BATCH_K,
-        part_a.ptr(),
-    );
-    let f = dev.function(KernelId::BatchAdd, group.kernel("batch_add")?)?;
-    let mut b = stream.launch_builder(&f);
-    b.arg(&bp).arg(&ip).arg(&n32).arg(&k).arg(&pa);
-    // SAFETY: batch_add_{g}(const affine*, const u32* idx, u32 n, u32 K, xyzz* out); out
-    // holds max(1, ceil(n / K)) partials; with n = 0 the one thread writes infinity.
-    drv(
-        ord,
-        || "launch batch_add".into(),
-        unsafe { b.launch(Device::grid(nout as u64, group.block())) }.map(|_| ()),
+        &part_a,
     )?;
-    let (mut src, mut dst) = (part_a.ptr(), part_b.ptr());
+    let (mut src, mut dst) = (&part_a, &part_b);
     let mut len = nout as u32;
-    let rows = 1u32;
-    let sg = dev.function(KernelId::Msm, group.kernel("sum_groups")?)?;
     while len > 1 {
-        let k = crate::msm::REDUCE_K.min(len);
+        let k = crate::ops::msm::REDUCE_K.min(len);
         let out_len = len.div_ceil(k);
-        let mut b = stream.launch_builder(&sg);
-        b.arg(&src).arg(&rows).arg(&len).arg(&k).arg(&dst);
-        // SAFETY: sum_groups_{g}(const xyzz* in, u32 rows, u32 len_in, u32 K, xyzz* out);
-        // in holds len partials, out ceil(len / K) <= nout.
-        drv(
-            ord,
-            || "launch sum_groups".into(),
-            unsafe { b.launch(Device::grid(out_len as u64, group.block())) }.map(|_| ()),
+        launch::sum_groups(
+            dev,
+            group,
+            Device::grid(out_len as u64, group.block()),
+            src,
+            1,
+            len,
+            k,
+            dst,
         )?;
         std::mem::swap(&mut src, &mut dst);
         len = out_len;
     }
-    let (op, one) = (out.ptr(), 1u32);
-    let f = dev.function(KernelId::Msm, group.kernel("to_jacobian")?)?;
-    let mut b = stream.launch_builder(&f);
-    b.arg(&src).arg(&op).arg(&one);
-    // SAFETY: to_jacobian_{g}(const xyzz* in, jacobian* out, u32 n) with n = 1.
-    drv(
-        ord,
-        || "launch to_jacobian".into(),
-        unsafe { b.launch(Device::grid(1, 32)) }.map(|_| ()),
-    )?;
+    launch::to_jacobian(dev, group, Device::grid(1, 32), src, &out, 1)?;
     Ok(out)
 }
 

@@ -12,12 +12,12 @@ use group::prime::PrimeCurveAffine;
 use group::Curve;
 use rayon::prelude::*;
 
-use crate::arena::VramArena;
-use crate::device::{launch, Device};
+use crate::device::arena::VramArena;
+use crate::device::launch;
+use crate::device::layout::{self, as_bytes, Plain, FR_BYTES};
+use crate::device::Device;
 use crate::error::Result;
-use crate::kernels::KernelId;
-use crate::layout::{self, as_bytes, Plain, FR_BYTES};
-use crate::msm::Group;
+use crate::ops::msm::Group;
 
 /// Window width of the comb: 22 windows of 2048 points (4.3 MB for G1, 8.6 MB for G2,
 /// L2-resident on an H200).
@@ -89,35 +89,28 @@ fn run<A: Plain, J: Send>(
     let jb = group.jacobian_bytes();
     let arena = VramArena::new(
         dev.clone(),
-        tb.len() + chunk * (FR_BYTES + jb) + 4 * crate::arena::ALIGN,
+        tb.len() + chunk * (FR_BYTES + jb) + 4 * crate::device::arena::ALIGN,
     )?;
     let t = arena.alloc(tb.len())?;
     let s = arena.alloc(chunk * FR_BYTES)?;
     let o = arena.alloc(chunk * jb)?;
     dev.upload(&t, tb)?;
-    let name = match group {
-        Group::G1 => "fixed_base_g1",
-        Group::G2 => "fixed_base_g2",
-    };
     let mut out = Vec::with_capacity(scalars.len());
     let mut raw = vec![0u8; chunk * jb];
     for sc in scalars.chunks(chunk) {
         dev.upload(&s, as_bytes(sc))?;
-        let (tp, w, nw, sp, n, op) = (t.ptr(), W, nwin, s.ptr(), sc.len() as u32, o.ptr());
-        // SAFETY: fixed_base_{g}(const affine* table, u32 w, u32 nwin, const fr_t* scalars,
-        // u32 n, jacobian* out); the table holds nwin · 2^(w−1) points, s and o hold n
-        // entries; the grid covers n threads and each checks i < n.
-        launch!(
+        // The table holds nwin · 2^(w−1) points, s and o n entries; the grid covers n
+        // threads and each checks i < n.
+        launch::fixed_base(
             dev,
-            KernelId::FixedBase,
-            name,
+            group,
             Device::grid(sc.len() as u64, group.block()),
-            &tp,
-            &w,
-            &nw,
-            &sp,
-            &n,
-            &op
+            &t,
+            W,
+            nwin,
+            &s,
+            sc.len() as u32,
+            &o,
         )?;
         let r = &mut raw[..sc.len() * jb];
         dev.download(r, &o)?;

@@ -31,6 +31,14 @@ impl<'a> DevRegion<'a> {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+    /// The empty region at address 0, for launches that must touch no memory.
+    pub(crate) fn null() -> DevRegion<'static> {
+        DevRegion {
+            ptr: 0,
+            bytes: 0,
+            _arena: PhantomData,
+        }
+    }
     /// The sub-range [offset, offset + bytes).
     ///
     /// # Errors

@@ -7,14 +7,14 @@
 
 use std::sync::Arc;
 
-use crate::arena::{DevRegion, Scratch};
-use crate::classify::{batch_add_g1, batch_add_g2, classify, gather_enqueue, Classified};
+use crate::backend::residency::copy_parallel;
+use crate::device::arena::{DevRegion, Scratch};
+use crate::device::layout::{FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
+use crate::device::pinned::PinnedBuf;
 use crate::device::Device;
 use crate::error::{GpuError, Result};
-use crate::layout::{FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
-use crate::msm::{msm_g1, msm_g2, scratch_bytes, scratch_bytes_any, Group};
-use crate::pinned::PinnedBuf;
-use crate::residency::copy_parallel;
+use crate::ops::classify::{batch_add_g1, batch_add_g2, classify, gather_enqueue, Classified};
+use crate::ops::msm::{msm_g1, msm_g2, scratch_bytes, scratch_bytes_any, Group};
 
 type BatchAddFn<P> =
     fn(&Device, &Scratch<'_>, &DevRegion<'_>, Option<&DevRegion<'_>>, usize) -> Result<P>;
@@ -118,7 +118,7 @@ pub(crate) fn packed_fits<P>(
 ) -> bool {
     let need = cls.n_others * ops.point_bytes
         + scratch_bytes(ops.group, cls.n_others)
-        + 2 * crate::arena::ALIGN;
+        + 2 * crate::device::arena::ALIGN;
     need <= scratch.free()
 }
 
@@ -254,7 +254,7 @@ pub fn sum_streamed<P: group::Group>(
             let sum = sum_resident(dev, &scratch, ops, &dev_buf, &sc, e - b, split);
             let filled = h.map_or(Ok(()), |h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(GpuError::Input("staging thread panicked".into())))
+                    .unwrap_or_else(|_| Err(GpuError::Internal("staging thread panicked".into())))
             });
             (filled, sum)
         });

@@ -24,21 +24,18 @@ pub enum KernelId {
     BatchAdd,
     /// `fixed_base.cu`: scalars times one fixed base (parameter generation).
     FixedBase,
-    /// `pair.cu`: batch-affine pairwise pre-reduction of G1 MSM buckets.
-    Pair,
     /// `table.cu`: rows of a G1 window table (the resident H query's precomputation).
     Table,
 }
 
 impl KernelId {
     /// Every module, in build order.
-    pub const ALL: [KernelId; 7] = [
+    pub const ALL: [KernelId; 6] = [
         KernelId::Ntt,
         KernelId::Msm,
         KernelId::Classify,
         KernelId::BatchAdd,
         KernelId::FixedBase,
-        KernelId::Pair,
         KernelId::Table,
     ];
 
@@ -50,7 +47,6 @@ impl KernelId {
             KernelId::Classify => "classify",
             KernelId::BatchAdd => "batch_add",
             KernelId::FixedBase => "fixed_base",
-            KernelId::Pair => "pair",
             KernelId::Table => "table",
         }
     }
@@ -58,13 +54,12 @@ impl KernelId {
     /// The module's CUDA source.
     pub fn source(self) -> &'static str {
         match self {
-            KernelId::Ntt => include_str!("../kernels/ntt.cu"),
-            KernelId::Msm => include_str!("../kernels/msm.cu"),
-            KernelId::Classify => include_str!("../kernels/classify.cu"),
-            KernelId::BatchAdd => include_str!("../kernels/batch_add.cu"),
-            KernelId::FixedBase => include_str!("../kernels/fixed_base.cu"),
-            KernelId::Pair => include_str!("../kernels/pair.cu"),
-            KernelId::Table => include_str!("../kernels/table.cu"),
+            KernelId::Ntt => include_str!("../../kernels/ntt.cu"),
+            KernelId::Msm => include_str!("../../kernels/msm.cu"),
+            KernelId::Classify => include_str!("../../kernels/classify.cu"),
+            KernelId::BatchAdd => include_str!("../../kernels/batch_add.cu"),
+            KernelId::FixedBase => include_str!("../../kernels/fixed_base.cu"),
+            KernelId::Table => include_str!("../../kernels/table.cu"),
         }
     }
 
@@ -76,11 +71,11 @@ impl KernelId {
 
 /// Headers the modules include, by name.
 const HEADERS: [(&str, &str); 5] = [
-    ("field.cuh", include_str!("../kernels/field.cuh")),
-    ("fp_dfma.cuh", include_str!("../kernels/fp_dfma.cuh")),
-    ("ec.cuh", include_str!("../kernels/ec.cuh")),
-    ("digits.cuh", include_str!("../kernels/digits.cuh")),
-    ("inverse.cuh", include_str!("../kernels/inverse.cuh")),
+    ("field.cuh", include_str!("../../kernels/field.cuh")),
+    ("fp_dfma.cuh", include_str!("../../kernels/fp_dfma.cuh")),
+    ("ec.cuh", include_str!("../../kernels/ec.cuh")),
+    ("digits.cuh", include_str!("../../kernels/digits.cuh")),
+    ("inverse.cuh", include_str!("../../kernels/inverse.cuh")),
 ];
 
 /// NVRTC options besides the architecture.
@@ -275,7 +270,7 @@ pub fn cubin_all(arch: &str) -> Result<()> {
         for h in handles {
             match h.join() {
                 Ok(r) => r?,
-                Err(_) => return Err(GpuError::Input("kernel compile thread panicked".into())),
+                Err(_) => return Err(GpuError::Internal("kernel compile thread panicked".into())),
             }
         }
         Ok(())

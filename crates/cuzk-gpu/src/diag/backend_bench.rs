@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
 use cuzk_groth16::{
     paramgen, prove, synthesize, verify, Assignment, Backend, BackendError, CpuBackend, MsmOutputs,
-    ProveReport, Scalar, Srs,
+    ProveReport, ProveStage, Scalar, Srs,
 };
 use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
 use serde_json::{json, Map, Value};
 
-use crate::bench::median;
-use crate::check::CheckOutcome;
+use crate::diag::bench::median;
+use crate::diag::check::CheckOutcome;
 use crate::error::{GpuError, Result};
 use crate::{Device, GpuBackend, GpuBackendConfig, Residency};
 
@@ -146,11 +146,11 @@ pub struct BackendBench {
 
 /// Per-stage medians of host wall and device time over `reports`.
 fn stage_medians(reports: &[ProveReport]) -> (Map<String, Value>, Map<String, Value>) {
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<ProveStage> = Vec::new();
     for r in reports {
         for s in &r.stages {
-            if !names.contains(&s.name) {
-                names.push(s.name.clone());
+            if !names.contains(&s.stage) {
+                names.push(s.stage);
             }
         }
     }
@@ -159,15 +159,15 @@ fn stage_medians(reports: &[ProveReport]) -> (Map<String, Value>, Map<String, Va
         let pick = |f: &dyn Fn(&cuzk_groth16::StageTime) -> Option<f64>| {
             let v: Vec<f64> = reports
                 .iter()
-                .filter_map(|r| r.stages.iter().find(|s| s.name == n).and_then(f))
+                .filter_map(|r| r.stage(n).and_then(f))
                 .collect();
             (!v.is_empty()).then(|| median(v))
         };
         if let Some(w) = pick(&|s| Some(ms(s.wall))) {
-            wall.insert(n.clone(), json!(w));
+            wall.insert(n.to_string(), json!(w));
         }
         if let Some(d) = pick(&|s| s.device.map(ms)) {
-            device.insert(n.clone(), json!(d));
+            device.insert(n.to_string(), json!(d));
         }
     }
     (wall, device)
@@ -220,7 +220,7 @@ pub fn run_backend(b: &BackendBench) -> Result<usize> {
             let held = median(
                 reports
                     .iter()
-                    .filter_map(|r| r.token_held.map(ms))
+                    .filter_map(|r| r.token.map(|t| ms(t.held)))
                     .collect(),
             );
             let (wall, device) = stage_medians(&reports);
@@ -367,7 +367,7 @@ fn overlap_on(
             reports.push(rep);
         }
     }
-    let held: Duration = reports.iter().filter_map(|r| r.token_held).sum();
+    let held: Duration = reports.iter().filter_map(|r| r.token.map(|t| t.held)).sum();
     let (stages, device) = stage_medians(&reports);
     println!(
         "{}",
@@ -376,7 +376,7 @@ fn overlap_on(
             "residency":format!("{:?}", o.residency).to_lowercase(),
             "wall_ms":ms(wall),"s_per_partition":wall.as_secs_f64() / o.partitions.max(1) as f64,
             "busy_fraction":held.as_secs_f64() / wall.as_secs_f64(),
-            "token_held_ms_median":median(reports.iter().filter_map(|r| r.token_held.map(ms)).collect()),
+            "token_held_ms_median":median(reports.iter().filter_map(|r| r.token.map(|t| ms(t.held))).collect()),
             "stages_ms":stages,"device_ms":device,"checks_failed":failed,"gpu":dev.name(),
         })
     );
@@ -389,7 +389,7 @@ fn overlap_on(
 ///
 /// # Errors
 /// Device, parameter or synthesis errors outside the injected fault.
-pub fn run_fault(device: usize, lg: u32, stage: &str, seed: u64) -> Result<usize> {
+pub fn run_fault(device: usize, lg: u32, stage: ProveStage, seed: u64) -> Result<usize> {
     let dev = Device::open(device)?;
     let (srs, asg, _, _) = setup(&dev, lg, seed)?;
     let gb = GpuBackend::new(dev.clone());
@@ -398,7 +398,7 @@ pub fn run_fault(device: usize, lg: u32, stage: &str, seed: u64) -> Result<usize
     let (as_expected, message) = match &err {
         Err(BackendError::Device {
             stage: s, message, ..
-        }) => (s == stage, message.clone()),
+        }) => (*s == stage, message.clone()),
         Err(e) => (false, e.to_string()),
         Ok(_) => (false, "no error".into()),
     };
@@ -409,7 +409,7 @@ pub fn run_fault(device: usize, lg: u32, stage: &str, seed: u64) -> Result<usize
     let ok = as_expected && after.iter().all(|x| *x);
     println!(
         "{}",
-        json!({"op":"gpu_fault","log_n":lg,"stage":stage,"device_error":as_expected,
+        json!({"op":"gpu_fault","log_n":lg,"stage":stage.as_str(),"device_error":as_expected,
                "message":message,"proofs_after_verify":after,"ok":ok})
     );
     Ok(usize::from(!ok))

@@ -18,12 +18,12 @@ use cuzk_groth16::Srs;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
-use crate::arena::{DevRegion, VramArena, ALIGN};
+use crate::device::arena::{DevRegion, VramArena, ALIGN};
+use crate::device::layout::{as_bytes, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
+use crate::device::pinned::PinnedPool;
 use crate::device::Device;
 use crate::error::{GpuError, Result};
-use crate::layout::{as_bytes, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
-use crate::msm::WindowTable;
-use crate::pinned::PinnedPool;
+use crate::ops::msm::WindowTable;
 
 /// SHA-256 identity of an SRS.
 pub type Fingerprint = [u8; 32];
@@ -155,7 +155,7 @@ impl ResidentSrs {
         }
         let regs: [DevRegion<'_>; 5] = regs
             .try_into()
-            .map_err(|_| GpuError::Input("five query regions".into()))?;
+            .map_err(|_| GpuError::Internal("five query regions".into()))?;
         f(regs)
     }
 

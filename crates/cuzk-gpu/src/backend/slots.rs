@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::arena::{DevRegion, VramArena, ALIGN};
+use crate::device::arena::{DevRegion, VramArena, ALIGN};
+use crate::device::layout::FR_BYTES;
+use crate::device::pinned::{PinnedBuf, PinnedPool};
 use crate::device::Device;
 use crate::error::Result;
-use crate::layout::FR_BYTES;
-use crate::pinned::{PinnedBuf, PinnedPool};
 
 /// The sizes of one partition: domain 2^lg and the lengths of the three compacted scalar
 /// vectors (L: aux; A: inputs + aux in the A density; B: the B density).

@@ -1,8 +1,22 @@
-//! [`Device`]: the handle for one GPU ordinal that every device call goes through (there is
+//! The device layer, and with the kernel wrappers the only place that holds `unsafe`:
+//! [`Device`], the handle for one GPU ordinal that every device call goes through (there is
 //! no "current device"). It owns the CUDA context, a compute stream and a copy stream, and
 //! loads each kernel module lazily, once, for the device's own architecture. [`Device::lane`]
 //! gives a second handle on the same context and modules with its own compute stream, for
-//! work that runs beside the first handle's.
+//! work that runs beside the first handle's. Beside it: device memory ([`arena`]), pinned
+//! host memory ([`pinned`]), the byte layout shared with the kernels ([`layout`]), NVRTC
+//! compilation and its disk cache ([`kernels`]), one safe wrapper per kernel (`launch`)
+//! and the stage timers ([`timer`]). The operations built from the kernels are in
+//! `crate::ops`; nothing here knows a prove.
+
+pub mod arena;
+pub mod kernels;
+pub(crate) mod launch;
+pub mod layout;
+pub mod pinned;
+pub mod timer;
+
+pub use timer::{PhaseTimer, StageTimer};
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -12,28 +26,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStrea
 use parking_lot::Mutex;
 
 use crate::error::{drv, GpuError, Result};
-use crate::kernels::{self, KernelId};
-
-/// Launches kernel `$name` of module `$id` on `$dev`'s compute stream with the listed
-/// argument references, mapping the driver error to [`GpuError::Driver`]. The caller's
-/// `// SAFETY:` comment must say why the arguments match the kernel's signature and why
-/// the grid stays inside the buffers.
-macro_rules! launch {
-    ($dev:expr, $id:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
-        let dev: &$crate::device::Device = $dev;
-        let name: &'static str = $name;
-        let cfg: cudarc::driver::LaunchConfig = $cfg;
-        let f = dev.function($id, name)?;
-        let stream = dev.compute_stream();
-        let mut b = stream.launch_builder(&f);
-        $( cudarc::driver::PushKernelArg::arg(&mut b, $arg); )*
-        // SAFETY: stated at each call site: the arguments match the kernel's parameters in
-        // its .cu file and the grid stays inside the buffers they point to.
-        let r = unsafe { b.launch(cfg) };
-        $crate::error::drv(dev.ordinal(), || format!("launch {name}"), r.map(|_| ()))
-    }};
-}
-pub(crate) use launch;
+use kernels::KernelId;
 
 /// One GPU: context, streams and loaded kernel modules.
 pub struct Device {
@@ -237,7 +230,7 @@ impl Device {
         let _ = self.loaded.modules[id.slot()].set(m);
         self.loaded.modules[id.slot()]
             .get()
-            .ok_or_else(|| GpuError::Input(format!("module {} failed to load", id.name())))
+            .ok_or_else(|| GpuError::Internal(format!("module {} failed to load", id.name())))
     }
 
     /// Kernel `name` from module `id`.
@@ -309,7 +302,7 @@ impl Device {
     ///
     /// # Errors
     /// [`GpuError::Input`] if `src` is larger than the region; driver errors.
-    pub fn upload(&self, dst: &crate::arena::DevRegion<'_>, src: &[u8]) -> Result<()> {
+    pub fn upload(&self, dst: &crate::device::arena::DevRegion<'_>, src: &[u8]) -> Result<()> {
         // SAFETY: src stays borrowed until the synchronize below, and the compute stream
         // orders the copy after the kernels already queued on it.
         unsafe { self.enqueue_upload(dst, src, &self.compute, "") }?;
@@ -329,7 +322,7 @@ impl Device {
     /// and `dst` must not be in use by queued kernels that the copy could race with.
     pub unsafe fn upload_on_copy(
         &self,
-        dst: &crate::arena::DevRegion<'_>,
+        dst: &crate::device::arena::DevRegion<'_>,
         src: &[u8],
     ) -> Result<()> {
         // SAFETY: forwarded to the caller (# Safety above).
@@ -343,7 +336,7 @@ impl Device {
     /// must not be in use by work the copy could race with.
     unsafe fn enqueue_upload(
         &self,
-        dst: &crate::arena::DevRegion<'_>,
+        dst: &crate::device::arena::DevRegion<'_>,
         src: &[u8],
         stream: &CudaStream,
         which: &str,
@@ -424,18 +417,17 @@ impl Device {
     /// a real, non-sticky launch error for fault-injection tests. Always returns `Err`.
     ///
     /// # Errors
-    /// The driver's launch error (or [`GpuError::Input`] if the driver accepted it).
+    /// The driver's launch error (or [`GpuError::Internal`] if the driver accepted it).
     pub fn invalid_launch(&self) -> Result<()> {
         let bad = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (4096, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (out, base, count) = (0u64, [0u32; 8], 0u32);
-        // SAFETY: ntt_powers(fr_t* out, fr_t base, u32 count) in ntt.cu; count = 0, so even
-        // a launch the driver accepted would touch no memory through the null `out`.
-        launch!(self, KernelId::Ntt, "ntt_powers", bad, &out, &base, &count)?;
-        Err(GpuError::Input(
+        // count = 0: even a launch the driver accepted would touch no memory.
+        let none = crate::device::arena::DevRegion::null();
+        crate::device::launch::ntt_powers(self, bad, &none, [0; 8], [0; 8], 0)?;
+        Err(GpuError::Internal(
             "the driver accepted a 4096-thread block".into(),
         ))
     }
@@ -444,7 +436,11 @@ impl Device {
     ///
     /// # Errors
     /// [`GpuError::Input`] if `dst` is larger than the region; driver errors.
-    pub fn download(&self, dst: &mut [u8], src: &crate::arena::DevRegion<'_>) -> Result<()> {
+    pub fn download(
+        &self,
+        dst: &mut [u8],
+        src: &crate::device::arena::DevRegion<'_>,
+    ) -> Result<()> {
         if dst.len() > src.bytes() {
             return Err(GpuError::Input(format!(
                 "download of {} bytes from a {}-byte region",
@@ -477,7 +473,7 @@ impl Device {
     ///
     /// # Errors
     /// Driver errors.
-    pub fn memset_zero(&self, r: &crate::arena::DevRegion<'_>) -> Result<()> {
+    pub fn memset_zero(&self, r: &crate::device::arena::DevRegion<'_>) -> Result<()> {
         drv(
             self.ordinal,
             || "bind context".into(),
@@ -492,7 +488,7 @@ impl Device {
 }
 
 /// [`GpuError::Input`] unless `len` bytes fit in `dst`.
-pub(crate) fn check_fits(dst: &crate::arena::DevRegion<'_>, len: usize) -> Result<()> {
+pub(crate) fn check_fits(dst: &crate::device::arena::DevRegion<'_>, len: usize) -> Result<()> {
     if len > dst.bytes() {
         return Err(GpuError::Input(format!(
             "upload of {len} bytes into a {}-byte region",
@@ -500,127 +496,4 @@ pub(crate) fn check_fits(dst: &crate::arena::DevRegion<'_>, len: usize) -> Resul
         )));
     }
     Ok(())
-}
-
-/// Optional per-phase device timing (set `CUZK_GPU_PROFILE=1`): events recorded on the
-/// compute stream between phases, printed as one JSON line on stderr by [`PhaseTimer::report`].
-/// Off by default because reporting synchronizes the stream.
-pub struct PhaseTimer<'d> {
-    dev: &'d Device,
-    what: String,
-    marks: Vec<(&'static str, CudaEvent)>,
-}
-
-impl<'d> PhaseTimer<'d> {
-    /// A timer for `what` when profiling is on, else `None`.
-    ///
-    /// # Errors
-    /// Driver errors creating the first event.
-    pub fn start(dev: &'d Device, what: impl FnOnce() -> String) -> Result<Option<PhaseTimer<'d>>> {
-        if std::env::var("CUZK_GPU_PROFILE").as_deref() != Ok("1") {
-            return Ok(None);
-        }
-        let mut t = PhaseTimer {
-            dev,
-            what: what(),
-            marks: Vec::new(),
-        };
-        t.mark("start")?;
-        Ok(Some(t))
-    }
-
-    /// Records the end of phase `name`.
-    ///
-    /// # Errors
-    /// Driver errors.
-    pub fn mark(&mut self, name: &'static str) -> Result<()> {
-        let ev = self.dev.timing_event()?;
-        self.dev.record(&ev)?;
-        self.marks.push((name, ev));
-        Ok(())
-    }
-
-    /// Waits for the stream and prints `{"profile": what, "phases_ms": {...}}` on stderr.
-    ///
-    /// # Errors
-    /// Driver errors.
-    pub fn report(self) -> Result<()> {
-        self.dev.sync_compute()?;
-        // A phase marked more than once (per window group) is reported as its total.
-        let mut phases: Vec<(&'static str, f32)> = Vec::new();
-        for w in self.marks.windows(2) {
-            let ms = drv(
-                self.dev.ordinal,
-                || "event timing".into(),
-                w[0].1.elapsed_ms(&w[1].1),
-            )?;
-            match phases.iter_mut().find(|(name, _)| *name == w[1].0) {
-                Some((_, total)) => *total += ms,
-                None => phases.push((w[1].0, ms)),
-            }
-        }
-        let parts: Vec<String> = phases
-            .iter()
-            .map(|(name, ms)| format!("\"{name}\":{ms:.3}"))
-            .collect();
-        eprintln!(
-            "{{\"profile\":\"{}\",\"phases_ms\":{{{}}}}}",
-            self.what,
-            parts.join(",")
-        );
-        Ok(())
-    }
-}
-
-/// Device-timed stages on the compute stream: an event at each stage's end, read back into
-/// a `ProveReport` once the stream has been synchronized (always on, unlike
-/// [`PhaseTimer`]: events cost microseconds).
-pub struct StageTimer<'d> {
-    dev: &'d Device,
-    start: CudaEvent,
-    last: std::time::Instant,
-    marks: Vec<(&'static str, CudaEvent, std::time::Duration)>,
-}
-
-impl<'d> StageTimer<'d> {
-    /// Records the start event on the compute stream.
-    ///
-    /// # Errors
-    /// Driver errors.
-    pub fn start(dev: &'d Device) -> Result<StageTimer<'d>> {
-        let start = dev.timing_event()?;
-        dev.record(&start)?;
-        Ok(StageTimer {
-            dev,
-            start,
-            last: std::time::Instant::now(),
-            marks: Vec::new(),
-        })
-    }
-
-    /// Records the end of stage `name` on the compute stream.
-    ///
-    /// # Errors
-    /// Driver errors.
-    pub fn mark(&mut self, name: &'static str) -> Result<()> {
-        let ev = self.dev.timing_event()?;
-        self.dev.record(&ev)?;
-        let now = std::time::Instant::now();
-        self.marks.push((name, ev, now - self.last));
-        self.last = now;
-        Ok(())
-    }
-
-    /// After the stream is synchronized: each stage's host wall and device time.
-    ///
-    /// # Errors
-    /// Driver errors (an event not yet complete).
-    pub fn finish(self, report: &mut cuzk_groth16::ProveReport) -> Result<()> {
-        let mut prev = &self.start;
-        for (name, ev, wall) in &self.marks {
-            report.push_device(name, *wall, self.dev.elapsed(prev, ev)?);
-            prev = ev;
-        }
-        Ok(())
-    }
 }

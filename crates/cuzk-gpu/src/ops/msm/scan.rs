@@ -1,18 +1,18 @@
 //! The multi-block exclusive prefix sum of u32 words on the device ([`scan_exclusive`]):
-//! bucket offsets for the MSM's counting sort and its pair rounds, and the classification's
+//! bucket offsets for the MSM's counting sort, and the classification's
 //! compaction offsets. The kernels are `scan_*` in `kernels/msm.cu`.
 
-use crate::arena::{DevRegion, Scratch};
-use crate::device::{launch, Device};
+use crate::device::arena::{DevRegion, Scratch};
+use crate::device::launch;
+use crate::device::Device;
 use crate::error::{GpuError, Result};
-use crate::kernels::KernelId;
 
 /// Words per tile of the multi-block scan (its block size).
 const SCAN_TILE: usize = 1024;
 
 /// Scratch bytes [`scan_exclusive`] takes for m words.
 pub(crate) fn scan_scratch_bytes(m: usize) -> usize {
-    2 * (m.div_ceil(SCAN_TILE) + 1) * 4 + 2 * crate::arena::ALIGN
+    2 * (m.div_ceil(SCAN_TILE) + 1) * 4 + 2 * crate::device::arena::ALIGN
 }
 
 /// Enqueues the exclusive prefix sum of the m words at `input` into `out` (m + 1 words, the
@@ -42,14 +42,7 @@ pub(crate) fn scan_exclusive(
     let tiles = m.div_ceil(SCAN_TILE);
     let sums = scratch.alloc(tiles * 4)?;
     let offs = scratch.alloc((tiles + 1) * 4)?;
-    let (ip, op, cp, sp, fp) = (
-        input.ptr(),
-        out.ptr(),
-        copy.map_or(0u64, |c| c.ptr()),
-        sums.ptr(),
-        offs.ptr(),
-    );
-    let (m32, t32, null) = (m as u32, tiles as u32, 0u64);
+    let (m32, t32) = (m as u32, tiles as u32);
     let tile_grid = cudarc::driver::LaunchConfig {
         grid_dim: (t32, 1, 1),
         block_dim: (SCAN_TILE as u32, 1, 1),
@@ -60,40 +53,8 @@ pub(crate) fn scan_exclusive(
         block_dim: (1024, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY (the three launches): scan_tile_sums(const u32* in, u32 m, u32* tile_sums)
-    // with `tiles` blocks of 1024 threads (reads below m only); scan_exclusive_u32(in, out,
-    // copy, m) over the `tiles` sums into `tiles + 1` offsets, copy null;
-    // scan_tile_apply(in, m, tile_offs, out, copy) with `tiles` blocks writes out[0..=m]
-    // and copy[0..m) (null copy skipped).
-    launch!(
-        dev,
-        KernelId::Msm,
-        "scan_tile_sums",
-        tile_grid,
-        &ip,
-        &m32,
-        &sp
-    )?;
-    launch!(
-        dev,
-        KernelId::Msm,
-        "scan_exclusive_u32",
-        one_block,
-        &sp,
-        &fp,
-        &null,
-        &t32
-    )?;
-    launch!(
-        dev,
-        KernelId::Msm,
-        "scan_tile_apply",
-        tile_grid,
-        &ip,
-        &m32,
-        &fp,
-        &op,
-        &cp
-    )?;
+    launch::scan_tile_sums(dev, tile_grid, input, m32, &sums)?;
+    launch::scan_exclusive_u32(dev, one_block, &sums, &offs, None, t32)?;
+    launch::scan_tile_apply(dev, tile_grid, input, m32, &offs, out, copy)?;
     Ok(())
 }

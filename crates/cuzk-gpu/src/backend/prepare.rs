@@ -8,9 +8,9 @@
 use blstrs::Scalar;
 use cuzk_groth16::{Assignment, Density, Srs};
 
+use crate::backend::slots::SlotShape;
+use crate::device::layout::{as_bytes, FR_BYTES};
 use crate::error::{GpuError, Result};
-use crate::layout::{as_bytes, FR_BYTES};
-use crate::slots::SlotShape;
 
 /// The slot shape an SRS implies (domain from the H query: n − 1 points).
 pub(crate) fn shape_of_srs(srs: &Srs) -> SlotShape {

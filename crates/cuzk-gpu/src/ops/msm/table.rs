@@ -15,11 +15,11 @@ use super::{
     enqueue_shape, modelled_additions, shape_scratch_bytes, window_bits, windows, Group, MsmOut,
     Shape,
 };
-use crate::arena::{DevRegion, Scratch};
-use crate::device::{launch, Device};
+use crate::device::arena::{DevRegion, Scratch};
+use crate::device::launch;
+use crate::device::layout::{FR_BYTES, G1_AFFINE_BYTES};
+use crate::device::Device;
 use crate::error::{GpuError, Result};
-use crate::kernels::KernelId;
-use crate::layout::{FR_BYTES, G1_AFFINE_BYTES};
 
 /// Widest window a table MSM uses: 2^22 buckets of 192 bytes in one set.
 const TABLE_MAX_C: u32 = 23;
@@ -131,19 +131,15 @@ pub fn build_table_g1(dev: &Device, table: &DevRegion<'_>, t: &WindowTable) -> R
     let (n32, dbls) = (t.n as u32, t.row_doublings());
     for k in 1..t.rows() as usize {
         let (src, dst) = (table.slice((k - 1) * row, row)?, table.slice(k * row, row)?);
-        let (sp, dp) = (src.ptr(), dst.ptr());
-        // SAFETY: table_row_g1(in, out, n, dbls) as in table.cu; src and dst are disjoint
-        // rows of n points each; the grid covers ceil(n / 16) threads and the kernel checks
-        // each thread's range against n.
-        launch!(
+        // src and dst are disjoint rows of n points each; the grid covers ceil(n / 16)
+        // threads and the kernel checks each thread's range against n.
+        launch::table_row_g1(
             dev,
-            KernelId::Table,
-            "table_row_g1",
             Device::grid((t.n as u64).div_ceil(ROW_POINTS_PER_THREAD), 128),
-            &sp,
-            &dp,
-            &n32,
-            &dbls
+            &src,
+            &dst,
+            n32,
+            dbls,
         )?;
     }
     Ok(())
@@ -212,9 +208,9 @@ mod tests {
         for lg in 1..=27u32 {
             for n in [(1usize << lg) - 1, 1 << lg, 3 << (lg - 1)] {
                 if let Some(t) = WindowTable::choose(n, usize::MAX) {
-                    let plain = crate::sums::sum_scratch_bytes(n);
+                    let plain = crate::backend::sums::sum_scratch_bytes(n);
                     assert!(table_scratch_bytes(&t) <= plain, "n={n} {t:?}");
-                    let msm = crate::msm::scratch_bytes(Group::G1, n);
+                    let msm = crate::ops::msm::scratch_bytes(Group::G1, n);
                     assert!(table_scratch_bytes(&t) <= msm, "n={n} {t:?}");
                 }
             }

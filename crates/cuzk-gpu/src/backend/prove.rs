@@ -1,413 +1,24 @@
-//! [`GpuBackend`]: cuzk-groth16's `Backend` on one device (issue #4). Per compute call:
-//! host preparation (a, b, c and the density-compacted scalar vectors written straight into
-//! the worker's pinned staging, batch by batch) and the upload into the worker's own device
-//! slot (each batch copied on the copy stream while the next is written) run first,
-//! outside the device's fair [`ComputeToken`]; the token is held
-//! only from the first kernel to the last result download: seven NTTs and the quotient
-//! kernel for H, then the five query sums (classification, batch addition of the ones,
-//! Pippenger over the others; B in G2 too). With a resident SRS the four witness sums (L,
-//! A, B in G1 and G2) run on a second stream of the device beside the quotient and the H
-//! sum, so that their short, latency-bound phases fill the others' kernels
-//! ([`GpuBackendConfig::concurrent_sums`]). With two workers per device one worker's
-//! preparation and upload overlap the other's kernels. The staging goes up as a, b, c, then
-//! the witness vectors: when the token is free once a is on its way (a lone prove), it is
-//! taken at once, and the rest is filled and uploaded while the quotient and the H sum run,
-//! each kernel waiting only for the part it reads.
-//!
-//! Device memory is made once and reused: per-worker slots ([`crate::slots`]), one shared
-//! scratch with the NTT tables (used only under the token), and the resident SRSs
-//! ([`crate::residency`]); each is re-made, logged, only when a larger shape arrives. An
-//! SRS that does not fit the VRAM budget is streamed from host memory through pinned
-//! staging instead ([`crate::sums::sum_streamed`]).
+//! The prove itself, one compute call on one backend: validation and the staging fill,
+//! the upload on the copy stream, the compute token, then the kernel section (the
+//! quotient and the five query sums, the witness sums on a second stream where that pays)
+//! with each stage timed. `mod.rs` owns the backend's state; this file only runs it.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_groth16::{Assignment, Backend, BackendError, ComputeToken, MsmOutputs, ProveReport, Srs};
-use parking_lot::Mutex;
+use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTimes};
 
-use crate::arena::{DevRegion, Scratch, VramArena, ALIGN};
+use super::prepare::{fill_batched, pieces_within, staging_pieces, UPLOAD_BATCH};
+use super::residency::{Query, ResidentSrs};
+use super::slots::{SlotShape, SlotVec, SlotVecs};
+use super::sums::{sum_resident, sum_streamed, GroupOps, StreamBufs, G1_OPS, G2_OPS};
+use super::{h_scratch_bytes, shared_need, GpuBackend, Shared};
+use crate::device::arena::{DevRegion, Scratch, VramArena, ALIGN};
+use crate::device::layout::{as_bytes, FR_BYTES, G2_AFFINE_BYTES};
 use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
-use crate::layout::{as_bytes, FR_BYTES, G2_AFFINE_BYTES};
-use crate::msm::{build_table_g1, msm_table_g1, scratch_bytes, table_scratch_bytes};
-use crate::msm::{Group, WindowTable};
-use crate::ntt::NttPlan;
-use crate::pinned::{PinnedBuf, PinnedPool};
-use crate::prepare::{
-    fill_batched, pieces_within, shape_of_srs, staging_pieces, validate, UPLOAD_BATCH,
-};
-use crate::residency::{fingerprint, resident_size, Admit, Query, ResidentSet, ResidentSrs};
-use crate::slots::{SlotPool, SlotShape, SlotVec, SlotVecs};
-use crate::sums::{sum_resident, sum_scratch_bytes, sum_streamed, GroupOps, StreamBufs};
-use crate::sums::{G1_OPS, G2_OPS};
-
-/// Where the SRS bases live during a compute.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Residency {
-    /// Resident when it fits the VRAM budget (evicting idle SRSs), else streamed.
-    #[default]
-    Auto,
-    /// Always resident (evicting idle SRSs; fails if the device runs out of memory).
-    Resident,
-    /// Always streamed from host memory.
-    Streamed,
-}
-
-/// Settings of a [`GpuBackend`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GpuBackendConfig {
-    /// Workers that call compute at once on this device: one device slot each.
-    pub workers: usize,
-    /// Device bytes resident SRSs may take; `None`: what is free when an SRS is loaded,
-    /// less the slots and scratch still to be made and a 1 GiB margin.
-    pub vram_budget_bytes: Option<u64>,
-    /// SRS placement.
-    pub residency: Residency,
-    /// Bases per chunk when streaming.
-    pub stream_chunk_points: usize,
-    /// Device bytes the window table of a resident SRS's H query (`msm/table.rs`) may take
-    /// beyond the query itself; `None`: up to half of the budget left once the SRS is in
-    /// (the other half stays for other SRSs); `Some(0)`: no table. The default is `None`,
-    /// or `Some(0)` when the environment has `CUZK_GPU_H_TABLE=0`.
-    pub h_table_max_bytes: Option<u64>,
-    /// Whether a resident prove runs the four witness sums (L, A, B in G1 and G2) on a
-    /// second stream beside the quotient and the H sum, the H sum then taking scratch of
-    /// its own. `None`: when that scratch is at most 1/32 of the device's memory (up to
-    /// 2^25 on an H200: 4.4 GB, against 7.2 GB at 2^26 and 12.8 GB at 2^27, where the
-    /// memory is worth more as window table rows). The default is `None`, or `Some(false)`
-    /// when the environment has `CUZK_GPU_LANES=1`.
-    pub concurrent_sums: Option<bool>,
-}
-
-/// `Some(0)` (no window tables) when `CUZK_GPU_H_TABLE` is `0` or `off`.
-fn h_table_from_env() -> Option<u64> {
-    matches!(
-        std::env::var("CUZK_GPU_H_TABLE").as_deref(),
-        Ok("0") | Ok("off")
-    )
-    .then_some(0)
-}
-
-/// `Some(false)` (the sums one after another on one stream) when `CUZK_GPU_LANES` is `1`.
-fn lanes_from_env() -> Option<bool> {
-    matches!(std::env::var("CUZK_GPU_LANES").as_deref(), Ok("1")).then_some(false)
-}
-
-impl Default for GpuBackendConfig {
-    fn default() -> Self {
-        GpuBackendConfig {
-            workers: 2,
-            vram_budget_bytes: None,
-            residency: Residency::Auto,
-            stream_chunk_points: 1 << 22,
-            h_table_max_bytes: h_table_from_env(),
-            concurrent_sums: lanes_from_env(),
-        }
-    }
-}
-
-/// The GPU prover backend for one device.
-pub struct GpuBackend {
-    dev: Arc<Device>,
-    cfg: GpuBackendConfig,
-    token: ComputeToken,
-    pinned: Arc<PinnedPool>,
-    slots: SlotPool,
-    // Used only under the token; the lock is uncontended.
-    shared: Mutex<Option<Shared>>,
-    shared_bytes: std::sync::atomic::AtomicU64,
-    srs: ResidentSet,
-    fault: Mutex<Option<String>>,
-    /// The second stream of concurrent sums, made on first use.
-    lane: std::sync::OnceLock<Arc<Device>>,
-    /// The device's memory in bytes (0 if the query failed), read on first use.
-    device_bytes: std::sync::OnceLock<u64>,
-}
-
-/// The scratch and NTT tables all workers share under the token, and the pinned staging
-/// of streamed chunks.
-struct Shared {
-    arena: VramArena,
-    stream_pins: Option<[PinnedBuf; 2]>,
-}
-
-/// Margin left free on the device by the default VRAM budget.
-const BUDGET_MARGIN: u64 = 1 << 30;
-
-impl GpuBackend {
-    /// A backend on `dev` with the default configuration (kernels load on first use).
-    pub fn new(dev: Arc<Device>) -> GpuBackend {
-        GpuBackend::with_config(dev, GpuBackendConfig::default())
-    }
-
-    /// A backend on `dev` with `cfg`. Nothing is allocated until the first compute or
-    /// [`GpuBackend::preload`].
-    pub fn with_config(dev: Arc<Device>, cfg: GpuBackendConfig) -> GpuBackend {
-        GpuBackend {
-            pinned: PinnedPool::new(dev.clone()),
-            slots: SlotPool::new(cfg.workers),
-            dev,
-            cfg,
-            token: ComputeToken::new(),
-            shared: Mutex::new(None),
-            shared_bytes: Default::default(),
-            srs: ResidentSet::default(),
-            fault: Mutex::new(None),
-            lane: std::sync::OnceLock::new(),
-            device_bytes: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// Whether resident proves of `shape` run the witness sums on a second stream
-    /// ([`GpuBackendConfig::concurrent_sums`]).
-    fn lanes(&self, shape: &SlotShape) -> bool {
-        self.cfg.concurrent_sums.unwrap_or_else(|| {
-            let total = *self
-                .device_bytes
-                .get_or_init(|| self.dev.mem_info().map_or(0, |(_, total)| total));
-            h_scratch_bytes(shape) as u64 <= total / 32
-        })
-    }
-
-    /// The second stream's handle, made on first use.
-    fn lane(&self) -> Result<&Arc<Device>> {
-        if let Some(l) = self.lane.get() {
-            return Ok(l);
-        }
-        // Two racing callers would each make a stream; the loser's is dropped.
-        let l = self.dev.lane()?;
-        Ok(self.lane.get_or_init(|| l))
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &GpuBackendConfig {
-        &self.cfg
-    }
-
-    /// The device.
-    pub fn device(&self) -> &Arc<Device> {
-        &self.dev
-    }
-
-    /// The device's compute token (held by compute calls around their kernels).
-    pub fn compute_token(&self) -> &ComputeToken {
-        &self.token
-    }
-
-    /// Makes `srs` resident now; returns its device bytes, 0 under [`Residency::Streamed`].
-    ///
-    /// # Errors
-    /// [`GpuError::Input`] when it does not fit the budget (under [`Residency::Auto`]);
-    /// allocation or upload errors.
-    pub fn preload(&self, srs: &Srs) -> Result<u64> {
-        if self.cfg.residency == Residency::Streamed {
-            return Ok(0);
-        }
-        let shape = shape_of_srs(srs);
-        match self.resident_for(srs, &shape)? {
-            Some(r) => Ok(r.bytes()),
-            None => Err(GpuError::Input(format!(
-                "srs of {} bytes does not fit the vram budget",
-                resident_size(srs)
-            ))),
-        }
-    }
-
-    /// Frees the resident SRSs not in use; returns the bytes released.
-    pub fn evict_all(&self) -> u64 {
-        self.srs.evict_idle(&self.dev)
-    }
-
-    /// Device bytes held by resident SRSs.
-    pub fn resident_bytes(&self) -> u64 {
-        self.srs.bytes()
-    }
-
-    /// SRS uploads made so far (a second prove with the same SRS makes none).
-    pub fn srs_uploads(&self) -> u64 {
-        self.srs.uploads()
-    }
-
-    /// Test hook: the next compute that reaches `stage` ("prepare", "upload", "ntt_h",
-    /// "msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2") issues a launch the driver
-    /// rejects there and fails with `BackendError::Device` naming that stage. One-shot.
-    /// "h_table" fails the H window table's build instead, which the prove outlives.
-    pub fn inject_fault(&self, stage: &str) {
-        *self.fault.lock() = Some(stage.to_string());
-    }
-
-    fn fault_at(&self, stage: &'static str) -> Result<()> {
-        let hit = {
-            let mut f = self.fault.lock();
-            if f.as_deref() == Some(stage) {
-                f.take()
-            } else {
-                None
-            }
-        };
-        match hit {
-            Some(_) => {
-                tracing::warn!(gpu = self.dev.ordinal(), stage, "injected fault");
-                self.dev.invalid_launch()
-            }
-            None => Ok(()),
-        }
-    }
-
-    /// The resident copy of `srs`, loading it if the residency policy and budget allow.
-    fn resident_for(&self, srs: &Srs, shape: &SlotShape) -> Result<Option<Arc<ResidentSrs>>> {
-        if self.cfg.residency == Residency::Streamed {
-            return Ok(None);
-        }
-        let fp = fingerprint(srs);
-        let resident = self
-            .srs
-            .get_or_load(&self.dev, &self.pinned, srs, &fp, |need| {
-                let budget = match self.cfg.vram_budget_bytes {
-                    Some(b) => b,
-                    None => {
-                        let (free, _) = self.dev.mem_info()?;
-                        let need = shared_need(shape, true, 0, self.lanes(shape));
-                        let grow = (need as u64).saturating_sub(
-                            self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed),
-                        );
-                        let reserve = self.slots.unmade() as u64 * shape.bytes() as u64
-                            + grow
-                            + BUDGET_MARGIN;
-                        self.srs.bytes() + free.saturating_sub(reserve)
-                    }
-                };
-                let fits = self.srs.make_room(&self.dev, need, budget);
-                if !fits {
-                    tracing::info!(
-                        gpu = self.dev.ordinal(),
-                        need,
-                        budget,
-                        "srs does not fit the vram budget"
-                    );
-                }
-                if !fits && self.cfg.residency != Residency::Resident {
-                    return Ok(Admit::No);
-                }
-                let left = budget.saturating_sub(self.srs.bytes() + need);
-                let table_bytes = match self.cfg.h_table_max_bytes {
-                    _ if !fits => 0,
-                    Some(max) => max.min(left),
-                    None => left / 2,
-                };
-                Ok(Admit::Yes { table_bytes })
-            })?;
-        if let Some(r) = &resident {
-            self.build_table(r);
-        }
-        Ok(resident)
-    }
-
-    /// Builds the H window table of `r` if it has one still unbuilt, under the compute
-    /// token (its kernels must not run inside another prove's kernels' time). A failed
-    /// build is logged and the table given up: the sums then use the plain MSM, and a
-    /// device left unusable fails the prove at its next kernel, with that stage.
-    fn build_table(&self, r: &ResidentSrs) {
-        let Some(t) = r.table_pending() else {
-            return;
-        };
-        let _token = self.token.acquire();
-        let start = Instant::now();
-        let built = r.build_table(|h, t| {
-            self.fault_at("h_table")?;
-            build_table_g1(&self.dev, h, t)?;
-            self.dev.sync_compute()
-        });
-        match built {
-            Ok(true) => tracing::info!(
-                gpu = self.dev.ordinal(),
-                c = t.c,
-                sets = t.sets,
-                rows = t.rows(),
-                bytes = t.bytes(),
-                ms = start.elapsed().as_millis() as u64,
-                "h window table built"
-            ),
-            Ok(false) => {}
-            Err(e) => tracing::warn!(
-                gpu = self.dev.ordinal(),
-                "h window table not built, proving without it: {e}"
-            ),
-        }
-    }
-
-    /// The window table of the H query of `srs`, when it is resident with one built.
-    pub fn h_table(&self, srs: &Srs) -> Option<WindowTable> {
-        self.srs.peek(&fingerprint(srs)).and_then(|r| r.table())
-    }
-}
-
-impl Backend for GpuBackend {
-    fn name(&self) -> String {
-        format!("gpu:{}", self.dev.ordinal())
-    }
-
-    fn compute(
-        &self,
-        asg: &Assignment,
-        srs: &Srs,
-        report: &mut ProveReport,
-    ) -> Result<MsmOutputs, BackendError> {
-        let mut stage = "prepare";
-        let r = self.compute_inner(asg, srs, report, &mut stage);
-        r.map_err(|e| match e {
-            GpuError::Input(what) if stage == "prepare" => BackendError::Mismatch { what },
-            other => BackendError::Device {
-                device: format!("gpu:{}", self.dev.ordinal()),
-                stage: stage.to_string(),
-                message: other.to_string(),
-            },
-        })
-    }
-
-    fn owns_compute_token(&self) -> bool {
-        true
-    }
-
-    fn srs_device_bytes(&self, srs: &Srs) -> u64 {
-        self.srs.peek(&fingerprint(srs)).map_or(0, |r| r.bytes())
-    }
-
-    fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
-        self.preload(srs).map_err(|e| BackendError::Device {
-            device: format!("gpu:{}", self.dev.ordinal()),
-            stage: "preload_srs".into(),
-            message: e.to_string(),
-        })
-    }
-
-    fn evict_srs(&self, srs: &Srs) -> u64 {
-        self.srs.evict_idle_one(&self.dev, &fingerprint(srs))
-    }
-}
-
-/// Bytes of the shared arena: NTT tables plus the sums' scratch (resident; with `lanes`,
-/// the H sum's and the witness sums' apart) or the two chunk buffers and one chunk's
-/// scratch (streamed).
-fn shared_need(shape: &SlotShape, resident: bool, chunk: usize, lanes: bool) -> usize {
-    let sums = if resident && lanes {
-        h_scratch_bytes(shape) + ALIGN + sum_scratch_bytes(shape.n_l.max(shape.n_a).max(shape.n_b))
-    } else if resident {
-        sum_scratch_bytes(shape.max_query())
-    } else {
-        2 * chunk * G2_AFFINE_BYTES + sum_scratch_bytes(chunk) + 2 * ALIGN
-    };
-    NttPlan::table_bytes(shape.lg) + sums + (8 << 20)
-}
-
-/// Scratch of the H sum alone (2^lg − 1 points in bellperson's parameters): its plain
-/// MSM, which holds the MSM over a window table of the same points too (a unit test in
-/// `msm/table.rs`).
-fn h_scratch_bytes(shape: &SlotShape) -> usize {
-    let n = 1usize << shape.lg;
-    scratch_bytes(Group::G1, n - 1).max(scratch_bytes(Group::G1, n))
-}
+use crate::ops::msm::{msm_table_g1, table_scratch_bytes, WindowTable};
+use crate::ops::ntt::NttPlan;
 
 /// Where the bases come from in the kernel section: resident (the five query regions, the
 /// H window table if built, the scratch) or streamed.
@@ -475,26 +86,28 @@ impl Bases<'_> {
 }
 
 impl GpuBackend {
-    fn compute_inner(
+    pub(super) fn compute_inner(
         &self,
         asg: &Assignment,
+        shape: &SlotShape,
         srs: &Srs,
         report: &mut ProveReport,
-        stage: &mut &'static str,
+        stage: &mut ProveStage,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
-        *stage = "prepare";
+        let shape = *shape;
+        let call_start = Instant::now();
+        *stage = ProveStage::Prepare;
         let t = Instant::now();
-        let shape = validate(asg, srs)?;
-        self.fault_at("prepare")?;
+        self.fault_at(ProveStage::Prepare)?;
         let mut slot = self.slots.take(dev, &self.pinned, &shape)?;
         let pieces = staging_pieces(&shape, asg);
-        report.push("prepare", t.elapsed());
+        report.push(ProveStage::Prepare, t.elapsed());
 
-        *stage = "srs";
+        *stage = ProveStage::Srs;
         let t = Instant::now();
         let resident = self.resident_for(srs, &shape)?;
-        report.push("srs", t.elapsed());
+        report.push(ProveStage::Srs, t.elapsed());
 
         // The staging is filled batch by batch, each batch's copy enqueued on the copy
         // stream as soon as it is written, in four parts: a, b, c (the quotient's inputs, in
@@ -506,8 +119,8 @@ impl GpuBackend {
         // kernels, and then the token is waited for. "fill" is the host time of filling,
         // "upload" the host wait for the last copy after it, with the device time from the
         // first copy's start to the last one's end.
-        *stage = "upload";
-        self.fault_at("upload")?;
+        *stage = ProveStage::Upload;
+        self.fault_at(ProveStage::Upload)?;
         let t = Instant::now();
         let (e0, e_end) = (dev.timing_event()?, dev.timing_event()?);
         let parts_done = [
@@ -553,26 +166,30 @@ impl GpuBackend {
             return Err(e);
         }
         let mut fill = t.elapsed();
+        let mut wait_start = call_start.elapsed();
+        let mut wait = std::time::Duration::ZERO;
         let early = self.token.try_acquire();
         let overlapped = early.is_some();
         let token = match early {
             Some(token) => {
-                report.push("token_wait", std::time::Duration::ZERO);
+                report.push(ProveStage::TokenWait, wait);
                 token
             }
             None => {
                 let t = Instant::now();
                 let rest = (1..4).try_for_each(|k| fill_part(staging, k));
-                report.push("fill", fill + t.elapsed());
+                report.push(ProveStage::Fill, fill + t.elapsed());
                 let t = Instant::now();
                 let waited = drain(&e_end);
                 rest?;
                 waited?;
-                report.push_device("upload", t.elapsed(), dev.elapsed(&e0, &e_end)?);
-                *stage = "token_wait";
+                report.push_device(ProveStage::Upload, t.elapsed(), dev.elapsed(&e0, &e_end)?);
+                *stage = ProveStage::TokenWait;
                 let t = Instant::now();
+                wait_start = call_start.elapsed();
                 let token = self.token.acquire();
-                report.push("token_wait", t.elapsed());
+                wait = t.elapsed();
+                report.push(ProveStage::TokenWait, wait);
                 token
             }
         };
@@ -617,11 +234,11 @@ impl GpuBackend {
                 }
                 if recorded <= k {
                     let Some(f) = filler.take() else {
-                        return Err(GpuError::Input("the staging fill stopped".into()));
+                        return Err(GpuError::Internal("the staging fill stopped".into()));
                     };
                     let (r, took) = f
                         .join()
-                        .map_err(|_| GpuError::Input("the staging fill panicked".into()))?;
+                        .map_err(|_| GpuError::Internal("the staging fill panicked".into()))?;
                     *fill += took;
                     r?;
                     recorded = 4;
@@ -652,17 +269,21 @@ impl GpuBackend {
             // the witness part's event stays where the filler recorded it, after the last
             // copy.
             let waited = drain(&e_end);
-            report.push("fill", fill);
+            report.push(ProveStage::Fill, fill);
             out.and_then(|o| {
                 waited?;
                 let device = dev.elapsed(&e0, &parts_done[3])?;
-                report.push_device("upload", std::time::Duration::ZERO, device);
+                report.push_device(ProveStage::Upload, std::time::Duration::ZERO, device);
                 Ok(o)
             })
         } else {
             out
         };
-        report.token_held = Some(held.elapsed());
+        report.token = Some(TokenTimes {
+            wait_start,
+            wait,
+            held: held.elapsed(),
+        });
         drop(shared);
         drop(token);
         out
@@ -680,11 +301,11 @@ impl GpuBackend {
         srs: &Srs,
         resident: Option<&ResidentSrs>,
         report: &mut ProveReport,
-        stage: &mut &'static str,
+        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
-        *stage = "gpu_setup";
+        *stage = ProveStage::GpuSetup;
         let t = Instant::now();
         let chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
         let lane = if resident.is_some() && self.lanes(shape) {
@@ -706,7 +327,7 @@ impl GpuBackend {
         }
         let sh = shared
             .as_mut()
-            .ok_or_else(|| GpuError::Input("shared scratch missing".into()))?;
+            .ok_or_else(|| GpuError::Internal("shared scratch missing".into()))?;
         if resident.is_none() {
             let pin_bytes = chunk * G2_AFFINE_BYTES;
             if sh
@@ -722,18 +343,18 @@ impl GpuBackend {
         let arena = &sh.arena;
         let plan = NttPlan::new(dev, arena, shape.lg)?;
         let mut timer = StageTimer::start(dev)?;
-        report.push("gpu_setup", t.elapsed());
+        report.push(ProveStage::GpuSetup, t.elapsed());
 
         // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
-        *stage = "ntt_h";
-        self.fault_at("ntt_h")?;
+        *stage = ProveStage::NttH;
+        self.fault_at(ProveStage::NttH)?;
         let abc = [
             vecs.get(SlotVec::A),
             vecs.get(SlotVec::B),
             vecs.get(SlotVec::C),
         ];
         plan.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| ready(k, dev))?;
-        timer.mark("ntt_h")?;
+        timer.mark(ProveStage::NttH)?;
 
         let sums = Sums {
             vecs,
@@ -775,7 +396,7 @@ impl GpuBackend {
                 let pins = sh
                     .stream_pins
                     .as_mut()
-                    .ok_or_else(|| GpuError::Input("stream staging missing".into()))?;
+                    .ok_or_else(|| GpuError::Internal("stream staging missing".into()))?;
                 Bases::Streamed(
                     StreamBufs {
                         device: [d0, d1],
@@ -798,7 +419,7 @@ impl GpuBackend {
         s: &Sums<'_>,
         mut timer: StageTimer<'_>,
         report: &mut ProveReport,
-        stage: &mut &'static str,
+        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
@@ -824,7 +445,7 @@ impl GpuBackend {
         s: &Sums<'_>,
         mut timer: StageTimer<'_>,
         report: &mut ProveReport,
-        stage: &mut &'static str,
+        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
@@ -834,7 +455,7 @@ impl GpuBackend {
         let mut lane_timer = StageTimer::start(lane)?;
         let (h, w, lane_stage) = std::thread::scope(|scope| {
             let job = scope.spawn(|| {
-                let mut lane_stage = "msm_l";
+                let mut lane_stage = ProveStage::MsmL;
                 let w = self
                     .witness_sums(
                         lane,
@@ -854,8 +475,8 @@ impl GpuBackend {
                 .sum_h(dev, &mut h_bases, s, &mut timer, stage)
                 .and_then(|h| dev.sync_compute().map(|()| h));
             let (w, lane_stage) = job.join().unwrap_or_else(|_| {
-                let e = GpuError::Input("the witness sums' thread panicked".into());
-                (Err(e), "msm_l")
+                let e = GpuError::Internal("the witness sums' thread panicked".into());
+                (Err(e), ProveStage::MsmL)
             });
             (h, w, lane_stage)
         });
@@ -873,12 +494,12 @@ impl GpuBackend {
         bases: &mut Bases<'_>,
         s: &Sums<'_>,
         timer: &mut StageTimer<'_>,
-        stage: &mut &'static str,
+        stage: &mut ProveStage,
     ) -> Result<blstrs::G1Projective> {
-        *stage = "msm_h";
-        self.fault_at("msm_h")?;
+        *stage = ProveStage::MsmH;
+        self.fault_at(ProveStage::MsmH)?;
         let h = bases.sum_h(dev, &s.h_coeffs, s.srs.h.len())?;
-        timer.mark("msm_h")?;
+        timer.mark(ProveStage::MsmH)?;
         Ok(h)
     }
 
@@ -890,30 +511,30 @@ impl GpuBackend {
         bases: &mut Bases<'_>,
         s: &Sums<'_>,
         timer: &mut StageTimer<'_>,
-        stage: &mut &'static str,
+        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<WitnessSums> {
         let shape = s.shape;
-        *stage = "msm_l";
-        self.fault_at("msm_l")?;
+        *stage = ProveStage::MsmL;
+        self.fault_at(ProveStage::MsmL)?;
         ready(3, dev)?;
         let ls = s.vecs.get(SlotVec::L);
         let l = bases.sum(dev, &G1_OPS, Query::L, &ls, shape.n_l, true)?;
-        timer.mark("msm_l")?;
-        *stage = "msm_a";
-        self.fault_at("msm_a")?;
+        timer.mark(ProveStage::MsmL)?;
+        *stage = ProveStage::MsmA;
+        self.fault_at(ProveStage::MsmA)?;
         let as_ = s.vecs.get(SlotVec::ScalarsA);
         let a = bases.sum(dev, &G1_OPS, Query::A, &as_, shape.n_a, true)?;
-        timer.mark("msm_a")?;
+        timer.mark(ProveStage::MsmA)?;
         let bs = s.vecs.get(SlotVec::ScalarsB);
-        *stage = "msm_b_g1";
-        self.fault_at("msm_b_g1")?;
+        *stage = ProveStage::MsmBG1;
+        self.fault_at(ProveStage::MsmBG1)?;
         let b_g1 = bases.sum(dev, &G1_OPS, Query::BG1, &bs, shape.n_b, true)?;
-        timer.mark("msm_b_g1")?;
-        *stage = "msm_b_g2";
-        self.fault_at("msm_b_g2")?;
+        timer.mark(ProveStage::MsmBG1)?;
+        *stage = ProveStage::MsmBG2;
+        self.fault_at(ProveStage::MsmBG2)?;
         let b_g2 = bases.sum(dev, &G2_OPS, Query::BG2, &bs, shape.n_b, true)?;
-        timer.mark("msm_b_g2")?;
+        timer.mark(ProveStage::MsmBG2)?;
         Ok(WitnessSums { l, a, b_g1, b_g2 })
     }
 }
@@ -949,38 +570,4 @@ struct Sums<'a> {
     srs: &'a Srs,
     /// The quotient's coefficients (in the B slot).
     h_coeffs: DevRegion<'a>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shape(lg: u32) -> SlotShape {
-        let n = 1usize << lg;
-        SlotShape {
-            lg,
-            n_l: n,
-            n_a: n,
-            n_b: n / 4,
-        }
-    }
-
-    #[test]
-    fn concurrent_sums_by_default_up_to_2_25_on_an_h200() {
-        // The H sum's own scratch: 2.9 GB at 2^24, 4.4 GB at 2^25, 7.2 GB at 2^26.
-        let h200 = 143_771u64 << 20;
-        assert!(h_scratch_bytes(&shape(25)) as u64 <= h200 / 32);
-        assert!(h_scratch_bytes(&shape(26)) as u64 > h200 / 32);
-        // Beside the witness sums the H sum has scratch of its own: the arena grows by
-        // about that much, no more.
-        for lg in [10u32, 16, 20, 24] {
-            let s = shape(lg);
-            let one = shared_need(&s, true, 0, false);
-            let two = shared_need(&s, true, 0, true);
-            assert!(
-                two > one && two <= one + h_scratch_bytes(&s) + ALIGN,
-                "2^{lg}"
-            );
-        }
-    }
 }

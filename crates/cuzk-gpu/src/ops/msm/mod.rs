@@ -4,17 +4,13 @@
 //! device-resident (an arena region holding blst affine points, optionally addressed through
 //! an index list); [`msm_streamed_g1`] / [`msm_streamed_g2`] stream them from host memory
 //! in chunks instead; [`msm_table_g1`] runs over a window table of resident bases
-//! (`table.rs`). On request (`CUZK_GPU_MSM_PAIR`) the G1 bucket accumulation
-//! is preceded by batch-affine pair rounds (`pair.rs`), off by default since they stopped
-//! paying; the multi-block scan lives in `scan.rs`, the
-//! streamed MSM in `streamed.rs`.
+//! (`table.rs`). The multi-block scan lives in `scan.rs`, the streamed MSM in
+//! `streamed.rs`.
 
-mod pair;
 mod scan;
 mod streamed;
 mod table;
 
-use pair::{pair_accumulate, PairInput};
 pub(crate) use scan::{scan_exclusive, scan_scratch_bytes};
 pub use streamed::{msm_streamed_g1, msm_streamed_g2};
 pub use table::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
@@ -22,12 +18,11 @@ pub use table::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
 use blstrs::{G1Projective, G2Projective};
 use group::Group as _;
 
-use crate::arena::{DevRegion, Scratch};
+use crate::device::arena::{DevRegion, Scratch};
 use crate::device::launch;
+use crate::device::layout::{self, FR_BYTES};
 use crate::device::{Device, PhaseTimer};
 use crate::error::{GpuError, Result};
-use crate::kernels::KernelId;
-use crate::layout::{self, FR_BYTES};
 
 /// Which group an MSM runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,26 +51,6 @@ impl Group {
             Group::G1 => layout::G1_JACOBIAN_BYTES,
             Group::G2 => layout::G2_JACOBIAN_BYTES,
         }
-    }
-    /// The `{op}_{group}` kernel name.
-    pub(crate) fn kernel(self, op: &str) -> Result<&'static str> {
-        Ok(match (op, self) {
-            ("msm_accumulate", Group::G1) => "msm_accumulate_g1",
-            ("msm_accumulate", Group::G2) => "msm_accumulate_g2",
-            ("msm_fixup", Group::G1) => "msm_fixup_g1",
-            ("msm_fixup", Group::G2) => "msm_fixup_g2",
-            ("msm_segments", Group::G1) => "msm_segments_g1",
-            ("msm_segments", Group::G2) => "msm_segments_g2",
-            ("sum_groups", Group::G1) => "sum_groups_g1",
-            ("sum_groups", Group::G2) => "sum_groups_g2",
-            ("msm_combine", Group::G1) => "msm_combine_g1",
-            ("msm_combine", Group::G2) => "msm_combine_g2",
-            ("to_jacobian", Group::G1) => "to_jacobian_g1",
-            ("to_jacobian", Group::G2) => "to_jacobian_g2",
-            ("batch_add", Group::G1) => "batch_add_g1",
-            ("batch_add", Group::G2) => "batch_add_g2",
-            _ => return Err(GpuError::Input(format!("no kernel {op} for {self:?}"))),
-        })
     }
     /// Threads per block for point kernels: G2 uses about twice the registers.
     pub(crate) fn block(self) -> u32 {
@@ -208,7 +183,7 @@ pub fn scratch_bytes(group: Group, n: usize) -> usize {
 
 fn shape_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
     let m = s.buckets();
-    let a = crate::arena::ALIGN;
+    let a = crate::device::arena::ALIGN;
     n * FR_BYTES
         + a
         + 3 * (m + 1) * 4
@@ -224,8 +199,6 @@ fn shape_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
         + 2 * a
         + 32 * group.jacobian_bytes()
         + a
-        + s.pair_plan(group, n)
-            .map_or(0, |p| p.scratch_bytes(s, n, group))
 }
 
 /// Scratch bytes an MSM of n points needs in whichever group needs more.
@@ -423,138 +396,91 @@ fn enqueue_shape<'s>(
     };
     dev.memset_zero(&counts)?;
 
-    // SAFETY (every launch! below): the arguments follow each kernel's parameter list in
-    // msm.cu; canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
-    // n * nwin entries, buckets m points (the accumulation and its partials: see
-    // accumulate_buckets), part_a/part_b sets * nseg points; grids cover n, m,
-    // acc_threads or sets * nseg threads and every kernel checks its index against those
-    // bounds. With a window table the bases hold rows * stride points, every entry
-    // (row * stride + i) below that (table.rs).
-    let (sc, cn) = (scalars.ptr(), canon.ptr());
-    launch!(
-        dev,
-        KernelId::Msm,
-        "msm_scalars_canonical",
-        Device::grid(n as u64, 256),
-        &sc,
-        &cn,
-        &n32
-    )?;
+    // Region sizes: canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
+    // n * nwin entries, buckets m points, part_a/part_b sets * nseg points. With a window
+    // table the bases hold rows * stride points, every sorted entry (row * stride + i)
+    // below that (table.rs).
+    launch::msm_scalars_canonical(dev, Device::grid(n as u64, 256), scalars, &canon, n32)?;
     mark("canonical")?;
-    let (c, nwin, sets, cnt) = (s.c, s.nwin, s.sets, counts.ptr());
+    let (c, nwin, sets) = (s.c, s.nwin, s.sets);
     let stride = s.stride as u32;
-    launch!(
+    launch::msm_histogram(
         dev,
-        KernelId::Msm,
-        "msm_histogram",
         Device::grid(n as u64, 256),
-        &cn,
-        &n32,
-        &c,
-        &nwin,
-        &sets,
-        &cnt
+        &canon,
+        n32,
+        c,
+        nwin,
+        sets,
+        &counts,
     )?;
     mark("histogram")?;
-    let (st, cu) = (starts.ptr(), cursor.ptr());
     scan_exclusive(dev, scratch, &counts, &starts, Some(&cursor), m)?;
     mark("scan")?;
-    let so = sorted.ptr();
-    launch!(
+    launch::msm_scatter(
         dev,
-        KernelId::Msm,
-        "msm_scatter",
         Device::grid(n as u64, 256),
-        &cn,
-        &n32,
-        &c,
-        &nwin,
-        &sets,
-        &stride,
-        &cu,
-        &so
+        &canon,
+        n32,
+        c,
+        nwin,
+        sets,
+        stride,
+        &cursor,
+        &sorted,
     )?;
     mark("scatter")?;
-    let (bp, ip, bk) = (
-        bases.ptr(),
-        base_idx.map_or(0u64, |r| r.ptr()),
-        buckets.ptr(),
-    );
-    if let Some(plan) = s.pair_plan(group, n) {
-        let input = PairInput {
-            bases: bp,
-            base_idx: ip,
-            sorted: so,
-            starts: st,
-        };
-        pair_accumulate(dev, scratch, s, &plan, n, &input, bk, &mut mark)?;
-    } else {
-        // The pair path carves its own (per window group) partials.
-        let (acc_k, acc_threads) = s.acc_split(n);
-        let first = scratch.alloc(acc_threads * group.xyzz_bytes())?;
-        let last = scratch.alloc(acc_threads * group.xyzz_bytes())?;
-        let points = AccPoints {
-            bases: bp,
-            base_idx: ip,
-            sorted: so,
-        };
-        let partials = (first.ptr(), last.ptr());
-        accumulate_buckets(
-            dev,
-            group,
-            &points,
-            st,
-            m,
-            (acc_k, acc_threads),
-            bk,
-            partials,
-            &mut mark,
-        )?;
-    }
-    let (nb, seg, pa) = (s.nb, s.seg(), part_a.ptr());
-    launch!(
+    let (acc_k, acc_threads) = s.acc_split(n);
+    let first = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+    let last = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+    let points = AccPoints {
+        bases,
+        base_idx,
+        sorted: Some(&sorted),
+    };
+    accumulate_buckets(
         dev,
-        KernelId::Msm,
-        group.kernel("msm_segments")?,
+        group,
+        &points,
+        &starts,
+        m,
+        (acc_k, acc_threads),
+        &buckets,
+        (&first, &last),
+        &mut mark,
+    )?;
+    let (nb, seg) = (s.nb, s.seg());
+    launch::msm_segments(
+        dev,
+        group,
         Device::grid(sets as u64 * nseg as u64, group.block()),
-        &bk,
-        &nb,
-        &sets,
-        &seg,
-        &pa
+        &buckets,
+        nb,
+        sets,
+        seg,
+        &part_a,
     )?;
     mark("segments")?;
-    let (mut src, mut dst) = (part_a.ptr(), part_b.ptr());
+    let (mut src, mut dst) = (&part_a, &part_b);
     let mut len = nseg;
     while len > 1 {
         let k = REDUCE_K.min(len);
         let out_len = len.div_ceil(k);
-        let (i, o) = (src, dst);
-        launch!(
+        launch::sum_groups(
             dev,
-            KernelId::Msm,
-            group.kernel("sum_groups")?,
+            group,
             Device::grid(sets as u64 * out_len as u64, group.block()),
-            &i,
-            &sets,
-            &len,
-            &k,
-            &o
+            src,
+            sets,
+            len,
+            k,
+            dst,
         )?;
         std::mem::swap(&mut src, &mut dst);
         len = out_len;
     }
     mark("reduce")?;
-    let op = out.ptr();
-    launch!(
-        dev,
-        KernelId::Msm,
-        group.kernel("to_jacobian")?,
-        Device::grid(sets as u64, 32),
-        &src,
-        &op,
-        &sets
-    )?;
+    launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, &out, sets)?;
     mark("to_jacobian")?;
     if let Some(p) = prof {
         p.report()?;
@@ -567,11 +493,11 @@ fn enqueue_shape<'s>(
 }
 
 /// The points a bucket accumulation reads: `bases[base_idx[j]]` (or `bases[j]`) for the
-/// sorted entries j (sign in bit 31), or with `sorted` 0 the points at `bases` in order.
-struct AccPoints {
-    bases: u64,
-    base_idx: u64,
-    sorted: u64,
+/// sorted entries j (sign in bit 31), or without `sorted` the points at `bases` in order.
+struct AccPoints<'r> {
+    bases: &'r DevRegion<'r>,
+    base_idx: Option<&'r DevRegion<'r>>,
+    sorted: Option<&'r DevRegion<'r>>,
 }
 
 /// Enqueues the load-balanced accumulation of the m buckets whose m + 1 starts are at
@@ -581,47 +507,41 @@ struct AccPoints {
 fn accumulate_buckets(
     dev: &Device,
     group: Group,
-    points: &AccPoints,
-    starts: u64,
+    points: &AccPoints<'_>,
+    starts: &DevRegion<'_>,
     m: usize,
     split: (u32, usize),
-    buckets: u64,
-    partials: (u64, u64),
+    buckets: &DevRegion<'_>,
+    partials: (&DevRegion<'_>, &DevRegion<'_>),
     mark: &mut dyn FnMut(&'static str) -> Result<()>,
 ) -> Result<()> {
-    let (m32, (acc_k, acc_threads), (fp, lp)) = (m as u32, split, partials);
-    // SAFETY: msm_accumulate_{g}(bases, base_idx, sorted, starts, m, K, buckets, first,
-    // last) and msm_fixup_{g}(starts, m, K, first, last, buckets) as in msm.cu; the caller
-    // gives m + 1 starts, acc_threads * K >= starts[m] entries, first/last of acc_threads
-    // points and m buckets; the grids cover acc_threads and m threads, which the kernels
-    // check.
-    launch!(
+    let (m32, (acc_k, acc_threads), (first, last)) = (m as u32, split, partials);
+    // acc_threads * K >= starts[m] entries; first/last hold acc_threads points each.
+    launch::msm_accumulate(
         dev,
-        KernelId::Msm,
-        group.kernel("msm_accumulate")?,
+        group,
         Device::grid(acc_threads as u64, group.block()),
-        &points.bases,
-        &points.base_idx,
-        &points.sorted,
-        &starts,
-        &m32,
-        &acc_k,
-        &buckets,
-        &fp,
-        &lp
+        points.bases,
+        points.base_idx,
+        points.sorted,
+        starts,
+        m32,
+        acc_k,
+        buckets,
+        first,
+        last,
     )?;
     mark("accumulate")?;
-    launch!(
+    launch::msm_fixup(
         dev,
-        KernelId::Msm,
-        group.kernel("msm_fixup")?,
+        group,
         Device::grid(m as u64, group.block()),
-        &starts,
-        &m32,
-        &acc_k,
-        &fp,
-        &lp,
-        &buckets
+        starts,
+        m32,
+        acc_k,
+        first,
+        last,
+        buckets,
     )?;
     mark("fixup")
 }

@@ -2,19 +2,19 @@
 //! `gpu_bench` example, which runs them on a machine with no cargo): one JSON line per case
 //! with the GPU, the size, the median device time over the timed runs after a warm-up, and
 //! the fraction of the H200's measured multiply-add ceiling the dominant kernels reach.
-//! With `check` set, the device-vs-CPU self-checks of [`crate::check`] run first and print
+//! With `check` set, the device-vs-CPU self-checks of [`crate::diag::check`] run first and print
 //! as JSON lines too.
 
 use std::sync::Arc;
 
 use group::Curve;
 
-use crate::check::{check_msm, check_ntt, CheckOutcome};
+use crate::device::layout::{as_bytes, FR_BYTES};
+use crate::diag::check::{check_msm, check_ntt, CheckOutcome};
+use crate::diag::testdata::{random_g1, random_g2, random_scalars};
 use crate::error::{GpuError, Result};
-use crate::layout::{as_bytes, FR_BYTES};
-use crate::msm::{self, Group};
-use crate::ntt::{plan_passes, Direction, NttOptions, NttPlan, Order};
-use crate::testdata::{random_g1, random_g2, random_scalars};
+use crate::ops::msm::{self, Group};
+use crate::ops::ntt::{plan_passes, Direction, NttOptions, NttPlan, Order};
 use crate::{Device, VramArena, FP_MUL_MADS, FR_MUL_MADS, H200_MAD_PER_S};
 
 /// What `bench msm` runs.
@@ -343,10 +343,10 @@ pub fn run_ntt(args: &NttBench) -> Result<()> {
         print_checks(&check_ntt(&dev, seed, args.check_max_lg)?)?;
     }
     for &lg in &args.log_n {
-        if lg > crate::ntt::MAX_LG_N {
+        if lg > crate::ops::ntt::MAX_LG_N {
             return Err(GpuError::Input(format!(
                 "log-n {lg} above {}",
-                crate::ntt::MAX_LG_N
+                crate::ops::ntt::MAX_LG_N
             )));
         }
         let n = 1usize << lg;
