@@ -457,7 +457,7 @@ impl Device {
         // pageable memory enqueued behind running kernels waits inside the driver, and
         // while it did, another worker's calls on this context (its uploads) stalled too:
         // on an H200 a second worker's 51 ms upload took ~240 ms of wall time, the first
-        // worker's whole kernel section (docs/benchmarks.md, "Downloads from an idle
+        // worker's whole kernel section (docs/runs/2026-11-30.md, "Downloads from an idle
         // stream").
         self.sync_compute()?;
         // SAFETY: src.ptr() is a live device allocation of at least dst.len() bytes; dst

@@ -1,6 +1,6 @@
 //! Whole-proof checks and benchmarks of the [`GpuBackend`] on synthetic PoRep-shaped
 //! circuits (parameters made on the device with [`crate::GpuFixedBase`]), behind
-//! `gpu_bench backend|overlap|fault`: one JSON line per case. [`check_backend`] compares
+//! `cuzk bench gpu prove|overlap|fault`: one JSON line per case. [`check_backend`] compares
 //! the five sums with the CPU backend for both SRS placements and verifies a proof;
 //! [`run_backend`] times resident and streamed proves; [`run_overlap`] proves many
 //! partitions from several threads on one backend and reports the device's busy fraction
@@ -124,7 +124,7 @@ fn sums_equal(g: &MsmOutputs, c: &MsmOutputs) -> [(&'static str, bool); 5] {
     ]
 }
 
-/// What `gpu_bench backend` runs.
+/// What `cuzk bench gpu prove` runs.
 #[derive(Clone, Debug)]
 pub struct BackendBench {
     /// log2 sizes.
@@ -257,7 +257,7 @@ pub fn run_backend(b: &BackendBench) -> Result<usize> {
 /// One partition proved by a worker: its index, sums and report.
 type Proved = (usize, MsmOutputs, ProveReport);
 
-/// What `gpu_bench overlap` runs.
+/// What `cuzk bench gpu overlap` runs.
 #[derive(Clone, Debug)]
 pub struct OverlapBench {
     /// log2 size of each partition.

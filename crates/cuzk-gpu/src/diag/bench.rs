@@ -1,5 +1,4 @@
-//! The GPU microbenchmarks behind `cuzk bench msm` / `cuzk bench ntt` (and the
-//! `gpu_bench` example, which runs them on a machine with no cargo): one JSON line per case
+//! The GPU microbenchmarks behind `cuzk bench msm` / `cuzk bench ntt`: one JSON line per case
 //! with the GPU, the size, the median device time over the timed runs after a warm-up, and
 //! the fraction of the H200's measured multiply-add ceiling the dominant kernels reach.
 //! With `check` set, the device-vs-CPU self-checks of [`crate::diag::check`] run first and print

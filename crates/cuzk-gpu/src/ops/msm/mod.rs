@@ -71,7 +71,7 @@ impl Group {
 /// 4 for c = 18, so a few buckets take most points. The load-balanced accumulation spreads
 /// them over threads, but the fixup then adds one such bucket's thread partials serially:
 /// on an H200 a 2^22 MSM took 200 ms with c = 17 and 106 ms with c = 18 against 52 ms with
-/// c = 16 (docs/benchmarks.md, "Window widths"), so those widths are never chosen.
+/// c = 16 (docs/runs/2026-11-30.md, "Window widths"), so those widths are never chosen.
 /// `CUZK_GPU_MSM_C` (8..=20) forces any c for every MSM, to benchmark window sizes.
 pub fn window_bits(n: usize) -> u32 {
     static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
