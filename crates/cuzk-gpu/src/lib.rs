@@ -20,6 +20,7 @@ pub mod device;
 pub mod diag;
 pub mod error;
 pub mod ops;
+pub mod tuning;
 
 pub use backend::{GpuBackend, GpuBackendConfig, Residency};
 pub use device::arena::{DevRegion, Scratch, VramArena};
@@ -28,6 +29,7 @@ pub use device::pinned::PinnedPool;
 pub use device::{device_count, driver_available, Device};
 pub use error::{GpuError, Result};
 pub use ops::fixed_base::GpuFixedBase;
+pub use tuning::GpuTuning;
 
 /// 32-bit multiply(-add) instructions one Fr Montgomery product issues (4N² + N, N = 8).
 pub const FR_MUL_MADS: u64 = 264;

@@ -45,6 +45,7 @@ use crate::device::Device;
 use crate::error::{GpuError, Result};
 use crate::ops::msm::{build_table_g1, scratch_bytes, Group, WindowTable};
 use crate::ops::ntt::NttPlan;
+use crate::tuning::tuning;
 
 /// Where the SRS bases live during a compute.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,30 +73,16 @@ pub struct GpuBackendConfig {
     pub stream_chunk_points: usize,
     /// Device bytes the window table of a resident SRS's H query (`msm/table.rs`) may take
     /// beyond the query itself; `None`: up to half of the budget left once the SRS is in
-    /// (the other half stays for other SRSs); `Some(0)`: no table. The default is `None`,
-    /// or `Some(0)` when the environment has `CUZK_GPU_H_TABLE=0`.
+    /// (the other half stays for other SRSs); `Some(0)`: no table. The default is the
+    /// process's `GpuTuning::h_table_max_bytes`.
     pub h_table_max_bytes: Option<u64>,
     /// Whether a resident prove runs the four witness sums (L, A, B in G1 and G2) on a
     /// second stream beside the quotient and the H sum, the H sum then taking scratch of
     /// its own. `None`: when that scratch is at most 1/32 of the device's memory (up to
     /// 2^25 on an H200: 4.4 GB, against 7.2 GB at 2^26 and 12.8 GB at 2^27, where the
-    /// memory is worth more as window table rows). The default is `None`, or `Some(false)`
-    /// when the environment has `CUZK_GPU_LANES=1`.
+    /// memory is worth more as window table rows). The default is the process's
+    /// `GpuTuning::concurrent_sums`.
     pub concurrent_sums: Option<bool>,
-}
-
-/// `Some(0)` (no window tables) when `CUZK_GPU_H_TABLE` is `0` or `off`.
-fn h_table_from_env() -> Option<u64> {
-    matches!(
-        std::env::var("CUZK_GPU_H_TABLE").as_deref(),
-        Ok("0") | Ok("off")
-    )
-    .then_some(0)
-}
-
-/// `Some(false)` (the sums one after another on one stream) when `CUZK_GPU_LANES` is `1`.
-fn lanes_from_env() -> Option<bool> {
-    matches!(std::env::var("CUZK_GPU_LANES").as_deref(), Ok("1")).then_some(false)
 }
 
 impl Default for GpuBackendConfig {
@@ -105,8 +92,8 @@ impl Default for GpuBackendConfig {
             vram_budget_bytes: None,
             residency: Residency::Auto,
             stream_chunk_points: 1 << 22,
-            h_table_max_bytes: h_table_from_env(),
-            concurrent_sums: lanes_from_env(),
+            h_table_max_bytes: tuning().h_table_max_bytes,
+            concurrent_sums: tuning().concurrent_sums,
         }
     }
 }

@@ -81,16 +81,11 @@ const HEADERS: [(&str, &str); 5] = [
 /// NVRTC options besides the architecture.
 const OPTIONS: [&str; 2] = ["-std=c++17", "-default-device"];
 
-/// [`OPTIONS`], then the extra ones from `CUZK_NVRTC_OPTS` (whitespace-separated, e.g.
+/// [`OPTIONS`], then the tuning's extra ones (`GpuTuning::nvrtc_options`, e.g.
 /// `-DACC_G1_MIN_BLOCKS=3`), for benchmarking kernel variants only: what compilation passes
 /// and what the cache key hashes, so each set gets its own CUBINs.
 fn options() -> impl Iterator<Item = &'static str> {
-    static EXTRA: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let extra = EXTRA.get_or_init(|| {
-        std::env::var("CUZK_NVRTC_OPTS")
-            .map(|v| v.split_whitespace().map(str::to_string).collect())
-            .unwrap_or_default()
-    });
+    let extra = &crate::tuning::tuning().nvrtc_options;
     OPTIONS
         .iter()
         .copied()

@@ -469,6 +469,41 @@ impl Device {
         self.sync_compute()
     }
 
+    /// Enqueues a copy of the first `bytes` bytes of `src` into `dst` on the compute stream.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if either region is shorter; driver errors.
+    pub fn copy_on_compute(
+        &self,
+        dst: &crate::device::arena::DevRegion<'_>,
+        src: &crate::device::arena::DevRegion<'_>,
+        bytes: usize,
+    ) -> Result<()> {
+        check_fits(dst, bytes)?;
+        if src.bytes() < bytes {
+            return Err(GpuError::Input(format!(
+                "copy of {bytes} bytes from a {}-byte region",
+                src.bytes()
+            )));
+        }
+        drv(
+            self.ordinal,
+            || "bind context".into(),
+            self.ctx.bind_to_thread(),
+        )?;
+        // SAFETY: both regions are live device allocations of at least `bytes` bytes
+        // (checked above; a region borrows its arena).
+        let r = unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                dst.ptr(),
+                src.ptr(),
+                bytes,
+                self.compute.cu_stream(),
+            )
+        };
+        drv(self.ordinal, || format!("copy {bytes} bytes"), r)
+    }
+
     /// Fills a region with zero bytes on the compute stream.
     ///
     /// # Errors

@@ -24,7 +24,7 @@ impl<'d> PhaseTimer<'d> {
     /// # Errors
     /// Driver errors creating the first event.
     pub fn start(dev: &'d Device, what: impl FnOnce() -> String) -> Result<Option<PhaseTimer<'d>>> {
-        if std::env::var("CUZK_GPU_PROFILE").as_deref() != Ok("1") {
+        if !crate::tuning::tuning().profile {
             return Ok(None);
         }
         let mut t = PhaseTimer {

@@ -23,6 +23,7 @@ use crate::device::launch;
 use crate::device::layout::{self, FR_BYTES};
 use crate::device::{Device, PhaseTimer};
 use crate::error::{GpuError, Result};
+use crate::tuning::tuning;
 
 /// Which group an MSM runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,16 +73,10 @@ impl Group {
 /// them over threads, but the fixup then adds one such bucket's thread partials serially:
 /// on an H200 a 2^22 MSM took 200 ms with c = 17 and 106 ms with c = 18 against 52 ms with
 /// c = 16 (docs/runs/2026-11-30.md, "Window widths"), so those widths are never chosen.
-/// `CUZK_GPU_MSM_C` (8..=20) forces any c for every MSM, to benchmark window sizes.
+/// `GpuTuning::msm_window_bits` (8..=20) forces any c for every MSM, to benchmark window
+/// sizes.
 pub fn window_bits(n: usize) -> u32 {
-    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let forced = *FORCED.get_or_init(|| {
-        std::env::var("CUZK_GPU_MSM_C")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|c| (8..=20).contains(c))
-    });
-    forced.unwrap_or_else(|| {
+    tuning().msm_window_bits.unwrap_or_else(|| {
         (8u32..=20)
             .filter(|&c| top_window_bits(c) >= 8)
             .min_by_key(|&c| modelled_additions(n, c, windows(c)))
@@ -552,8 +547,8 @@ mod tests {
 
     #[test]
     fn window_sizes_follow_the_cost_model() {
-        // Unless CUZK_GPU_MSM_C forces one (never set in tests).
-        if std::env::var_os("CUZK_GPU_MSM_C").is_some() {
+        // Unless the tuning forces one (never set in tests).
+        if tuning().msm_window_bits.is_some() {
             eprintln!("skipped: CUZK_GPU_MSM_C is set");
             return;
         }

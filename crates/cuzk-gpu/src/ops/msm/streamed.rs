@@ -100,17 +100,10 @@ fn msm_streamed(
             )?;
         }
         let src = &host[b * ab..e * ab];
-        // SAFETY: buf[slot] holds chunk * ab >= src.len() bytes; `host` outlives this
-        // function, which synchronizes the compute stream (after the copy stream's events)
-        // before returning.
-        let r = unsafe {
-            cudarc::driver::result::memcpy_htod_async(
-                buf[slot].ptr(),
-                src,
-                dev.copy_stream().cu_stream(),
-            )
-        };
-        drv(ord, || format!("upload chunk {j}"), r)?;
+        // SAFETY: `host` outlives this function, which synchronizes the compute stream
+        // (after the copy stream's events) before returning; buf[slot] is not read by a
+        // queued MSM (the wait on `consumed` above).
+        unsafe { dev.upload_on_copy(&buf[slot], src) }?;
         drv(
             ord,
             || "record uploaded".into(),
@@ -123,16 +116,7 @@ fn msm_streamed(
         let wb = out.bytes(group);
         let dst = results.slice(j * slot_bytes, wb)?;
         shapes.push((out.c, wb));
-        // SAFETY: both regions are live device memory of at least wb bytes.
-        let r = unsafe {
-            cudarc::driver::result::memcpy_dtod_async(
-                dst.ptr(),
-                out.windows.ptr(),
-                wb,
-                dev.compute_stream().cu_stream(),
-            )
-        };
-        drv(ord, || "copy chunk result".into(), r)?;
+        dev.copy_on_compute(&dst, &out.windows, wb)?;
         dev.record(&consumed[slot])?;
     }
     let mut raw = vec![0u8; nchunks * slot_bytes];

@@ -20,6 +20,7 @@ use crate::device::launch;
 use crate::device::layout::{FR_BYTES, G1_AFFINE_BYTES};
 use crate::device::Device;
 use crate::error::{GpuError, Result};
+use crate::tuning::tuning;
 
 /// Widest window a table MSM uses: 2^22 buckets of 192 bytes in one set.
 const TABLE_MAX_C: u32 = 23;
@@ -92,9 +93,9 @@ impl WindowTable {
 
     /// The table over n bases with the fewest modelled additions among those of at most
     /// `max_bytes` (row 0 included), if it saves at least 5% of the plain MSM's additions;
-    /// `CUZK_GPU_MSM_C` (the plain MSM's forced width) turns tables off.
+    /// A forced width of the plain MSM (`GpuTuning::msm_window_bits`) turns tables off.
     pub fn choose(n: usize, max_bytes: usize) -> Option<WindowTable> {
-        if n == 0 || std::env::var_os("CUZK_GPU_MSM_C").is_some() {
+        if n == 0 || tuning().msm_window_bits.is_some() {
             return None;
         }
         let c0 = window_bits(n);
@@ -178,8 +179,8 @@ mod tests {
 
     #[test]
     fn tables_fit_their_budget_and_the_sort_index() {
-        if std::env::var_os("CUZK_GPU_MSM_C").is_some() {
-            eprintln!("skipped: CUZK_GPU_MSM_C is set");
+        if tuning().msm_window_bits.is_some() {
+            eprintln!("skipped: a window width is forced");
             return;
         }
         // The 2^24 H query with room for everything: one set of 22-bit windows, 12 rows.
