@@ -1,11 +1,9 @@
 //! Pippenger MSM on the device for G1 and G2 ([`msm_g1`], [`msm_g2`]): the host sequence
 //! of the phases in `kernels/msm.cu` (canonical scalars, bucket histogram, counting sort,
-//! bucket accumulation, per-window running sums, reductions, Horner combine). Bases are
-//! device-resident (an arena region holding blst affine points, optionally addressed through
-//! an index list); [`msm_streamed_g1`] / [`msm_streamed_g2`] stream them from host memory
-//! in chunks instead; [`msm_table_g1`] runs over a window table of resident bases
-//! (`table.rs`). The multi-block scan lives in `scan.rs`, the streamed MSM in
-//! `streamed.rs`.
+//! bucket accumulation, per-window running sums, reductions; the Horner combination runs on
+//! the host). Bases are resident (blst affine points, optionally through an index list),
+//! streamed from host memory in chunks (`streamed.rs`) or read through a window table
+//! (`table.rs`); the multi-block scan is `scan.rs`.
 
 mod scan;
 mod streamed;
@@ -19,9 +17,8 @@ use blstrs::{G1Projective, G2Projective};
 use group::Group as _;
 
 use crate::device::arena::{DevRegion, Scratch};
-use crate::device::launch;
 use crate::device::layout::{self, FR_BYTES};
-use crate::device::{Device, PhaseTimer};
+use crate::device::{launch, Device, PhaseTimer};
 use crate::error::{GpuError, Result};
 use crate::tuning::tuning;
 
