@@ -20,6 +20,25 @@ pub struct DaemonConfig {
     pub drain_timeout_secs: u64,
     /// Engine settings.
     pub engine: EngineSection,
+    /// GPU backend tuning.
+    pub gpu: GpuSection,
+}
+
+/// The `[gpu]` table: the GPU backend's tuning knobs, which the binary hands to
+/// cuzk-gpu's `GpuTuning` (this crate does not depend on cuzk-gpu).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GpuSection {
+    /// Device bytes an H window table may take (0: none); unset: the built-in choice.
+    pub h_table_max_bytes: Option<u64>,
+    /// Witness sums on a second stream; unset: the built-in choice.
+    pub concurrent_sums: Option<bool>,
+    /// One MSM window width for every MSM (benchmarking only).
+    pub msm_window_bits: Option<u32>,
+    /// Per-phase device timing on stderr (diagnosis only).
+    pub profile: bool,
+    /// Extra NVRTC options for every kernel module.
+    pub nvrtc_options: Vec<String>,
 }
 
 /// The `[engine]` table.
@@ -71,6 +90,7 @@ impl Default for DaemonConfig {
             http_listen: "127.0.0.1:9821".into(),
             drain_timeout_secs: 60,
             engine: EngineSection::default(),
+            gpu: GpuSection::default(),
         }
     }
 }
