@@ -453,7 +453,10 @@ mod tests {
             (FilecoinKind::SnapDeals, u64::MAX),
         ] {
             match Registered::from_abi(kind, abi) {
-                Err(KindError::InvalidField { field, .. }) => assert_eq!(field, "registered_proof"),
+                Err(KindError::InvalidField { field, reason }) => {
+                    assert_eq!(field, "registered_proof");
+                    assert!(reason.contains("expected"), "{kind} {abi}: {reason}");
+                }
                 other => panic!("{kind} {abi}: expected InvalidField, got {other:?}"),
             }
         }
