@@ -84,11 +84,12 @@ impl Args {
     }
 }
 
-/// The proof kinds this binary serves: the four Filecoin kinds and the synthetic one
-/// (whose missing parameters are generated on the first of `gpus`, else on the CPU).
-pub fn registry(gpus: &[Arc<cuzk_gpu::Device>]) -> KindRegistry {
+/// The proof kinds this binary serves: the four Filecoin kinds (their other files, such
+/// as NI-PoRep's SnarkPack key, in `param_dir`) and the synthetic one (whose missing
+/// parameters are generated on the first of `gpus`, else on the CPU).
+pub fn registry(gpus: &[Arc<cuzk_gpu::Device>], param_dir: &std::path::Path) -> KindRegistry {
     let mut registry = KindRegistry::with_synthetic_on(super::devices::fixed_base_on(gpus, None));
-    cuzk_filecoin::engine::register(&mut registry);
+    cuzk_filecoin::engine::register_in(&mut registry, param_dir.to_path_buf());
     registry
 }
 
@@ -128,7 +129,7 @@ async fn serve(cfg: DaemonConfig, no_gpu: bool) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let gpus = super::devices::gpus(no_gpu);
     let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device);
-    let daemon = Daemon::start(&cfg, registry(&gpus), devices)
+    let daemon = Daemon::start(&cfg, registry(&gpus, &cfg.engine.param_dir), devices)
         .await
         .context("starting the daemon")?;
     let stop = daemon.stop_token();
