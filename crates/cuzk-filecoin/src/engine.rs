@@ -20,8 +20,16 @@ pub const KINDS: [(ProofKindId, FilecoinKind); 4] = [
 
 /// Registers PoRep C2, SnapDeals, WindowPoSt and WinningPoSt with their parameter files.
 pub fn register(registry: &mut KindRegistry) {
+    register_with(registry, crate::ParseOptions::default());
+}
+
+/// [`register`] with parse options: `fake_ok` makes an engine that proves fake requests
+/// (benchmarks only, never the daemon).
+pub fn register_with(registry: &mut KindRegistry, opts: crate::ParseOptions) {
     for (id, kind) in KINDS {
-        registry.register(id, move |req| crate::parse(kind, req).map(Arc::from));
+        registry.register(id, move |req| {
+            crate::parse_with(kind, req, opts).map(Arc::from)
+        });
     }
     registry.add_params(Arc::new(FilecoinParams));
 }

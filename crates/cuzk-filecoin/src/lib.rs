@@ -45,7 +45,7 @@ pub use registry::{circuit_id, parse_circuit_id, FilecoinKind, Registered, Secto
 use cuzk_groth16::{KindError, PartitionedProof, ProofRequest};
 
 /// Parses and validates a request of `kind`, returning the proof ready to be proved
-/// partition by partition.
+/// partition by partition. The production parse: fake requests are refused.
 ///
 /// # Errors
 /// [`KindError::InvalidField`] naming the first bad field (`registered_proof`,
@@ -54,10 +54,33 @@ pub fn parse(
     kind: FilecoinKind,
     req: &ProofRequest,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
+    parse_with(kind, req, ParseOptions::default())
+}
+
+/// How [`parse_with`] treats a request. The default is production's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// Accept fake requests (`cuzk gen request --fake`, [`testgen::FakeRequest`]): skip
+    /// the checks of the vanilla proofs against the request's commitments before
+    /// synthesis, and the verification of the assembled proof after proving (a fake's
+    /// proof cannot verify; it is returned unverified). **Benchmarks only**: `cuzk bench
+    /// batch --fake` sets it; the daemon and every production path never do.
+    pub fake_ok: bool,
+}
+
+/// [`parse`] with `opts`.
+///
+/// # Errors
+/// As [`parse`]; with `fake_ok`, vanilla proofs that do not verify are accepted.
+pub fn parse_with(
+    kind: FilecoinKind,
+    req: &ProofRequest,
+    opts: ParseOptions,
+) -> Result<Box<dyn PartitionedProof>, KindError> {
     match kind {
-        FilecoinKind::PoRep => porep::parse(req),
-        FilecoinKind::WindowPoSt | FilecoinKind::WinningPoSt => post::parse(kind, req),
-        FilecoinKind::SnapDeals => snap::parse(req),
+        FilecoinKind::PoRep => porep::parse(req, opts),
+        FilecoinKind::WindowPoSt | FilecoinKind::WinningPoSt => post::parse(kind, req, opts),
+        FilecoinKind::SnapDeals => snap::parse(req, opts),
     }
 }
 

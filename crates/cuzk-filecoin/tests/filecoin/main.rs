@@ -2,5 +2,6 @@
 //! binary links the whole Filecoin proving stack again).
 
 mod common;
+mod fake;
 mod parse;
 mod prove_2k;
