@@ -20,6 +20,25 @@ pub struct DaemonConfig {
     pub drain_timeout_secs: u64,
     /// Engine settings.
     pub engine: EngineSection,
+    /// GPU backend tuning.
+    pub gpu: GpuSection,
+}
+
+/// The `[gpu]` table: the GPU backend's tuning knobs, which the binary hands to
+/// cuzk-gpu's `GpuTuning` (this crate does not depend on cuzk-gpu).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GpuSection {
+    /// Device bytes an H window table may take (0: none); unset: the built-in choice.
+    pub h_table_max_bytes: Option<u64>,
+    /// Witness sums on a second stream; unset: the built-in choice.
+    pub concurrent_sums: Option<bool>,
+    /// One MSM window width for every MSM (benchmarking only).
+    pub msm_window_bits: Option<u32>,
+    /// Per-phase device timing on stderr (diagnosis only).
+    pub profile: bool,
+    /// Extra NVRTC options for every kernel module.
+    pub nvrtc_options: Vec<String>,
 }
 
 /// The `[engine]` table.
@@ -56,6 +75,12 @@ pub struct EngineSection {
     pub result_retention_count: usize,
     /// Timeline events kept.
     pub timeline_capacity: usize,
+    /// Consecutive faults that take a device out of service.
+    pub device_fault_threshold: u32,
+    /// Seconds a GPU backend call may run before its device is presumed hung.
+    pub prove_timeout_secs: u64,
+    /// A CPU fallback device beside the GPUs.
+    pub cpu_fallback: bool,
 }
 
 impl Default for DaemonConfig {
@@ -65,6 +90,7 @@ impl Default for DaemonConfig {
             http_listen: "127.0.0.1:9821".into(),
             drain_timeout_secs: 60,
             engine: EngineSection::default(),
+            gpu: GpuSection::default(),
         }
     }
 }
@@ -88,6 +114,9 @@ impl Default for EngineSection {
             result_retention_secs: e.result_retention.as_secs(),
             result_retention_count: e.result_retention_count,
             timeline_capacity: e.timeline_capacity,
+            device_fault_threshold: e.device_fault_threshold,
+            prove_timeout_secs: e.prove_timeout.as_secs(),
+            cpu_fallback: e.cpu_fallback,
         }
     }
 }
@@ -169,6 +198,9 @@ impl DaemonConfig {
             result_retention: Duration::from_secs(e.result_retention_secs),
             result_retention_count: e.result_retention_count,
             timeline_capacity: e.timeline_capacity,
+            device_fault_threshold: e.device_fault_threshold,
+            prove_timeout: Duration::from_secs(e.prove_timeout_secs),
+            cpu_fallback: e.cpu_fallback,
         }
     }
 }
