@@ -28,11 +28,17 @@ pub fn register(registry: &mut KindRegistry) {
 /// [`register`] with the engine's parameter directory, where the parsers look for files
 /// beyond the circuits' parameters (the SnarkPack key of non-interactive PoRep).
 pub fn register_in(registry: &mut KindRegistry, param_dir: PathBuf) {
+    register_with(registry, param_dir, crate::ParseOptions::default());
+}
+
+/// [`register_in`] with parse options: `fake_ok` makes an engine that proves fake
+/// requests (benchmarks only, never the daemon).
+pub fn register_with(registry: &mut KindRegistry, param_dir: PathBuf, opts: crate::ParseOptions) {
     let param_dir = Arc::new(param_dir);
     for (id, kind) in KINDS {
         let dir = param_dir.clone();
         registry.register(id, move |req| {
-            crate::parse_in(kind, req, &dir).map(Arc::from)
+            crate::parse_with(kind, req, &dir, opts).map(Arc::from)
         });
     }
     registry.add_params(Arc::new(FilecoinParams));

@@ -51,7 +51,8 @@ use cuzk_groth16::{KindError, PartitionedProof, ProofRequest};
 
 /// Parses and validates a request of `kind`, returning the proof ready to be proved
 /// partition by partition; files beyond the circuit's parameters (a non-interactive
-/// PoRep's SnarkPack key) are looked up in [`default_param_dir`].
+/// PoRep's SnarkPack key) are looked up in [`default_param_dir`]. The production parse:
+/// fake requests are refused.
 ///
 /// # Errors
 /// [`KindError::InvalidField`] naming the first bad field (`registered_proof`,
@@ -73,10 +74,34 @@ pub fn parse_in(
     req: &ProofRequest,
     param_dir: &std::path::Path,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
+    parse_with(kind, req, param_dir, ParseOptions::default())
+}
+
+/// How [`parse_with`] treats a request. The default is production's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// Accept fake requests (`cuzk gen request --fake`, [`testgen::FakeRequest`]): skip
+    /// the checks of the vanilla proofs against the request's commitments before
+    /// synthesis, and the verification of the assembled proof after proving (a fake's
+    /// proof cannot verify; it is returned unverified). **Benchmarks only**: `cuzk bench
+    /// batch --fake` sets it; the daemon and every production path never do.
+    pub fake_ok: bool,
+}
+
+/// [`parse_in`] with `opts`.
+///
+/// # Errors
+/// As [`parse_in`]; with `fake_ok`, vanilla proofs that do not verify are accepted.
+pub fn parse_with(
+    kind: FilecoinKind,
+    req: &ProofRequest,
+    param_dir: &std::path::Path,
+    opts: ParseOptions,
+) -> Result<Box<dyn PartitionedProof>, KindError> {
     match kind {
-        FilecoinKind::PoRep => porep::parse(req, param_dir),
-        FilecoinKind::WindowPoSt | FilecoinKind::WinningPoSt => post::parse(kind, req),
-        FilecoinKind::SnapDeals => snap::parse(req),
+        FilecoinKind::PoRep => porep::parse(req, param_dir, opts),
+        FilecoinKind::WindowPoSt | FilecoinKind::WinningPoSt => post::parse(kind, req, opts),
+        FilecoinKind::SnapDeals => snap::parse(req, opts),
     }
 }
 

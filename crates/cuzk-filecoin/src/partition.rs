@@ -87,12 +87,32 @@ pub(crate) fn assemble_and_verify(
     inputs: &[Vec<Scalar>],
     vk: &VerifyingKey,
 ) -> Result<Vec<u8>, KindError> {
-    if proofs.len() != inputs.len() {
+    let bytes = assemble(proofs, inputs.len())?;
+    verify_bytes(&bytes, inputs, vk)?;
+    Ok(bytes)
+}
+
+/// Writes `proofs` in partition order, unverified: only for fake requests
+/// (`ParseOptions::fake_ok`), whose proofs cannot verify.
+pub(crate) fn assemble_fake(
+    circuit_id: &str,
+    proofs: &[Proof],
+    partitions: usize,
+) -> Result<Vec<u8>, KindError> {
+    tracing::warn!(
+        circuit_id,
+        partitions,
+        "FAKE request: proof assembled without verification (random inputs: it cannot verify)"
+    );
+    assemble(proofs, partitions)
+}
+
+fn assemble(proofs: &[Proof], partitions: usize) -> Result<Vec<u8>, KindError> {
+    if proofs.len() != partitions {
         return Err(KindError::Verification {
             reason: format!(
-                "{} partition proofs for {} partitions",
-                proofs.len(),
-                inputs.len()
+                "{} partition proofs for {partitions} partitions",
+                proofs.len()
             ),
         });
     }
@@ -102,8 +122,17 @@ pub(crate) fn assemble_and_verify(
             .write(&mut bytes)
             .map_err(|e| KindError::Other(format!("writing a proof: {e}")))?;
     }
-    verify_bytes(&bytes, inputs, vk)?;
     Ok(bytes)
+}
+
+/// Logs that a fake request was accepted (once per parse): every log line about a fake
+/// says so.
+pub(crate) fn warn_fake(kind: crate::FilecoinKind, size: crate::SectorSize) {
+    tracing::warn!(
+        %kind,
+        %size,
+        "FAKE request accepted (benchmark only): vanilla proofs unchecked, its proof cannot verify"
+    );
 }
 
 /// Verifies proof bytes in filecoin-proofs' layout against per-partition public inputs.

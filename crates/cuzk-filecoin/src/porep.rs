@@ -46,6 +46,9 @@ struct C1Wrapper {
     phase1_out: String,
     #[serde(rename = "SectorSize")]
     sector_size: u64,
+    /// Set only in fake requests (`testgen::FakeRequest`): what they are.
+    #[serde(rename = "Fake", default)]
+    fake: Option<String>,
 }
 
 /// A PoRep C2 request for a sector of shape `Tree`, ready to prove.
@@ -59,6 +62,8 @@ pub struct PoRepC2<Tree: 'static + MerkleTreeTrait> {
     vanilla_params: stacked::PublicParams<Tree>,
     pub_inputs: PubInputs<Tree>,
     vanilla_proofs: Vec<PartitionVanilla<Tree>>,
+    /// A fake request (`ParseOptions::fake_ok`): its proof is assembled unverified.
+    fake: bool,
 }
 
 /// What the C1 output says besides the vanilla proofs.
@@ -72,6 +77,8 @@ struct C1Meta {
     seed: [u8; 32],
     ticket: [u8; 32],
     replica_id: filecoin_proofs::DefaultTreeDomain,
+    /// Accepted as a fake: the vanilla proofs are not checked.
+    fake: bool,
 }
 
 /// Parses a PoRep C2 request of any [`PoRepVariant`]; a non-interactive one's SnarkPack
@@ -79,9 +86,14 @@ struct C1Meta {
 ///
 /// # Errors
 /// [`KindError::InvalidField`] naming `registered_proof`, `sector_size`, `sector_number`,
-/// `miner_id`, `vanilla_proof` (the wrapper) or `vanilla_proof.Phase1Out` (the C1 output);
-/// [`KindError::Other`] when a non-interactive PoRep's SnarkPack key is not in `param_dir`.
-pub fn parse(req: &ProofRequest, param_dir: &Path) -> Result<Box<dyn PartitionedProof>, KindError> {
+/// `miner_id`, `vanilla_proof` (the wrapper, or a fake one without `opts.fake_ok`) or
+/// `vanilla_proof.Phase1Out` (the C1 output); [`KindError::Other`] when a non-interactive
+/// PoRep's SnarkPack key is not in `param_dir`.
+pub fn parse(
+    req: &ProofRequest,
+    param_dir: &Path,
+    opts: crate::ParseOptions,
+) -> Result<Box<dyn PartitionedProof>, KindError> {
     let Registered::Seal(registered) =
         Registered::from_abi(FilecoinKind::PoRep, req.registered_proof)?
     else {
@@ -105,6 +117,12 @@ pub fn parse(req: &ProofRequest, param_dir: &Path) -> Result<Box<dyn Partitioned
             format!("not the C1 wrapper JSON {{SectorNum, Phase1Out, SectorSize}}: {e}"),
         )
     })?;
+    if let (Some(note), false) = (&wrapper.fake, opts.fake_ok) {
+        return Err(invalid(
+            "vanilla_proof",
+            format!("refused: {note}; only benchmarks accept it (`cuzk bench batch --fake`)"),
+        ));
+    }
     if wrapper.sector_size != size.bytes() {
         return Err(invalid(
             "vanilla_proof",
@@ -179,6 +197,7 @@ pub fn parse(req: &ProofRequest, param_dir: &Path) -> Result<Box<dyn Partitioned
         seed: phase1.seed,
         ticket: phase1.ticket,
         replica_id: phase1.replica_id,
+        fake: opts.fake_ok,
     };
     let wrong_shape = |variant: &str| {
         invalid(
@@ -295,8 +314,11 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepC2<Tree> {
         };
         // Check the vanilla proofs against comm_r, the seed's challenges and the labels
         // before any expensive synthesis: C2 itself does not, and a bad C1 would only show
-        // as a failed Groth16 verification at the very end.
-        let ok = crate::guard(field, || {
+        // as a failed Groth16 verification at the very end. A fake's cannot hold.
+        if meta.fake {
+            partition::warn_fake(FilecoinKind::PoRep, size);
+        }
+        let ok = meta.fake || crate::guard(field, || {
             <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::verify_all_partitions(
                 &vanilla_params,
                 &pub_inputs,
@@ -318,6 +340,7 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepC2<Tree> {
             vanilla_params,
             pub_inputs,
             vanilla_proofs,
+            fake: meta.fake,
         })
     }
 }
@@ -380,6 +403,9 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for PoRepC2<Tree> {
         proofs: &[Proof],
         vk: &VerifyingKey,
     ) -> Result<Vec<u8>, KindError> {
+        if self.fake {
+            return partition::assemble_fake(&self.circuit_id(), proofs, self.num_partitions());
+        }
         let inputs = (0..self.num_partitions())
             .map(|k| self.public_inputs(k))
             .collect::<Result<Vec<_>, _>>()?;

@@ -46,16 +46,21 @@ pub struct FallbackPoStProof<Tree: 'static + MerkleTreeTrait> {
     pub_inputs: fallback::PublicInputs<TreeDomain<Tree>>,
     partition_k: usize,
     vanilla: VanillaProof<Tree>,
+    /// A fake WindowPoSt request (`ParseOptions::fake_ok`): its proof is assembled
+    /// unverified.
+    fake: bool,
 }
 
 /// Parses a WindowPoSt or WinningPoSt request.
 ///
 /// # Errors
 /// [`KindError::InvalidField`] naming `registered_proof`, `sector_size`, `randomness`,
-/// `vanilla_proofs` or `partition_index`.
+/// `vanilla_proofs` or `partition_index`. WindowPoSt vanilla proofs that do not verify are
+/// accepted only with `opts.fake_ok`.
 pub fn parse(
     kind: FilecoinKind,
     req: &ProofRequest,
+    opts: crate::ParseOptions,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
     let reg = Registered::from_abi(kind, req.registered_proof)?;
     let Registered::PoSt(registered) = reg else {
@@ -66,7 +71,7 @@ pub fn parse(
     let size = reg.sector_size();
     check_sector_size(req.sector_size, size)?;
     let cfg = registered.as_v1_config();
-    with_tree!(size, boxed, kind, size, cfg, req)
+    with_tree!(size, boxed, kind, size, cfg, req, opts)
 }
 
 fn boxed<Tree: 'static + MerkleTreeTrait>(
@@ -74,9 +79,10 @@ fn boxed<Tree: 'static + MerkleTreeTrait>(
     size: SectorSize,
     cfg: PoStConfig,
     req: &ProofRequest,
+    opts: crate::ParseOptions,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
     Ok(Box::new(FallbackPoStProof::<Tree>::new(
-        kind, size, cfg, req,
+        kind, size, cfg, req, opts,
     )?))
 }
 
@@ -86,6 +92,7 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
         size: SectorSize,
         cfg: PoStConfig,
         req: &ProofRequest,
+        opts: crate::ParseOptions,
     ) -> Result<Self, KindError> {
         let invalid = |field, reason: String| KindError::InvalidField { field, reason };
         let randomness_bytes = bytes32("randomness", &req.randomness)?;
@@ -193,14 +200,19 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
                     sectors: ours.clone(),
                     k: Some(k),
                 };
-                let vanilla = crate::guard("vanilla_proofs", || {
-                    filecoin_proofs::single_partition_vanilla_proofs(
-                        &cfg,
-                        &vanilla_params,
-                        &partition_inputs,
-                        &sectors,
-                    )
-                })?
+                let vanilla = if opts.fake_ok {
+                    partition::warn_fake(kind, size);
+                    Ok(unchecked_partition(&sectors, cfg.sector_count))
+                } else {
+                    crate::guard("vanilla_proofs", || {
+                        filecoin_proofs::single_partition_vanilla_proofs(
+                            &cfg,
+                            &vanilla_params,
+                            &partition_inputs,
+                            &sectors,
+                        )
+                    })?
+                }
                 .map_err(|e| {
                     invalid(
                         "vanilla_proofs",
@@ -245,8 +257,26 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
             pub_inputs,
             partition_k,
             vanilla,
+            fake: opts.fake_ok && cfg.typ == PoStType::Window,
         })
     }
+}
+
+/// The partition's vanilla proof as `single_partition_vanilla_proofs` lays out a
+/// WindowPoSt one (the sectors' proofs in request order, the last repeated up to
+/// `sector_count`), without its verification: for fake requests only.
+fn unchecked_partition<Tree: 'static + MerkleTreeTrait>(
+    sectors: &[FallbackPoStSectorProof<Tree>],
+    sector_count: usize,
+) -> VanillaProof<Tree> {
+    let mut proofs: Vec<_> = sectors
+        .iter()
+        .flat_map(|s| s.vanilla_proof.sectors.iter().cloned())
+        .collect();
+    while let Some(last) = proofs.last().filter(|_| proofs.len() < sector_count) {
+        proofs.push(last.clone());
+    }
+    fallback::Proof { sectors: proofs }
 }
 
 /// Decodes the request's sector proofs, checking each one's shape.
@@ -361,6 +391,9 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
         proofs: &[Proof],
         vk: &VerifyingKey,
     ) -> Result<Vec<u8>, KindError> {
+        if self.fake {
+            return partition::assemble_fake(&self.circuit_id(), proofs, 1);
+        }
         let inputs = vec![self.public_inputs(0)?];
         partition::assemble_and_verify(proofs, &inputs, vk)
     }

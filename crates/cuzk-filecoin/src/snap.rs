@@ -32,14 +32,20 @@ pub struct SnapDealsProof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     pub_params: PublicParams,
     pub_inputs: PublicInputs,
     vanilla_proofs: Vec<PartitionProof<Tree>>,
+    /// A fake request (`ParseOptions::fake_ok`): its proof is assembled unverified.
+    fake: bool,
 }
 
 /// Parses a SnapDeals request.
 ///
 /// # Errors
 /// [`KindError::InvalidField`] naming `registered_proof`, `sector_size`, `comm_r_old`,
-/// `comm_r_new`, `comm_d_new` or `vanilla_proofs`.
-pub fn parse(req: &ProofRequest) -> Result<Box<dyn PartitionedProof>, KindError> {
+/// `comm_r_new`, `comm_d_new` or `vanilla_proofs` (vanilla proofs that do not open the
+/// commitments are accepted only with `opts.fake_ok`).
+pub fn parse(
+    req: &ProofRequest,
+    opts: crate::ParseOptions,
+) -> Result<Box<dyn PartitionedProof>, KindError> {
     let reg = Registered::from_abi(FilecoinKind::SnapDeals, req.registered_proof)?;
     let Registered::Update(registered) = reg else {
         return Err(KindError::Other(
@@ -49,15 +55,18 @@ pub fn parse(req: &ProofRequest) -> Result<Box<dyn PartitionedProof>, KindError>
     let size = reg.sector_size();
     check_sector_size(req.sector_size, size)?;
     let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
-    with_tree!(size, boxed, size, config, req)
+    with_tree!(size, boxed, size, config, req, opts)
 }
 
 fn boxed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     size: SectorSize,
     config: SectorUpdateConfig,
     req: &ProofRequest,
+    opts: crate::ParseOptions,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
-    Ok(Box::new(SnapDealsProof::<Tree>::new(size, config, req)?))
+    Ok(Box::new(SnapDealsProof::<Tree>::new(
+        size, config, req, opts,
+    )?))
 }
 
 /// A nonzero 32-byte commitment that is a field element.
@@ -80,6 +89,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapDealsProof<Tree>
         size: SectorSize,
         config: SectorUpdateConfig,
         req: &ProofRequest,
+        opts: crate::ParseOptions,
     ) -> Result<Self, KindError> {
         let invalid = |reason: String| KindError::InvalidField {
             field: "vanilla_proofs",
@@ -126,14 +136,19 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapDealsProof<Tree>
             h: config.h,
         };
         // Cheap check before synthesis: the vanilla proofs open the three commitments.
-        let ok = crate::guard("vanilla_proofs", || {
-            <EmptySectorUpdate<Tree> as ProofScheme<'_>>::verify_all_partitions(
-                &pub_params,
-                &pub_inputs,
-                &vanilla_proofs,
-            )
-        })?
-        .map_err(|e| invalid(format!("cannot be checked: {e:#}")))?;
+        // A fake's cannot.
+        if opts.fake_ok {
+            partition::warn_fake(FilecoinKind::SnapDeals, size);
+        }
+        let ok = opts.fake_ok
+            || crate::guard("vanilla_proofs", || {
+                <EmptySectorUpdate<Tree> as ProofScheme<'_>>::verify_all_partitions(
+                    &pub_params,
+                    &pub_inputs,
+                    &vanilla_proofs,
+                )
+            })?
+            .map_err(|e| invalid(format!("cannot be checked: {e:#}")))?;
         if !ok {
             return Err(invalid(
                 "do not verify against comm_r_old, comm_r_new and comm_d_new".into(),
@@ -146,6 +161,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapDealsProof<Tree>
             pub_params,
             pub_inputs,
             vanilla_proofs,
+            fake: opts.fake_ok,
         })
     }
 }
@@ -213,6 +229,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedProof
         proofs: &[Proof],
         vk: &VerifyingKey,
     ) -> Result<Vec<u8>, KindError> {
+        if self.fake {
+            return partition::assemble_fake(&self.circuit_id(), proofs, self.num_partitions());
+        }
         let inputs = (0..self.num_partitions())
             .map(|k| self.public_inputs(k))
             .collect::<Result<Vec<_>, _>>()?;

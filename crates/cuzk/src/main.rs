@@ -36,6 +36,8 @@ enum GenCommand {
     Params(cmd::gen_params::Args),
     /// Seal a small test sector and write the request payloads a client would send.
     Sector(cmd::gen_sector::Args),
+    /// Write a FAKE request of the true shape (random data: its proofs cannot verify).
+    Request(cmd::gen_request::Args),
 }
 
 #[derive(Subcommand)]
@@ -62,6 +64,7 @@ fn main() {
         Command::Prove(args) => cmd::prove::run(args),
         Command::Gen(GenCommand::Params(args)) => cmd::gen_params::run(args),
         Command::Gen(GenCommand::Sector(args)) => cmd::gen_sector::run(args),
+        Command::Gen(GenCommand::Request(args)) => cmd::gen_request::run(args),
         Command::Bench(BenchCommand::Prove(args)) => cmd::bench_prove::run(args),
         Command::Bench(BenchCommand::Msm(args)) => cmd::bench_gpu::run_msm(args),
         Command::Bench(BenchCommand::Ntt(args)) => cmd::bench_gpu::run_ntt(args),

@@ -2,11 +2,15 @@
 //! cuzk's fast generator (**test-only**: the toxic waste is local and discarded, so anyone
 //! holding it could forge proofs; never use these files on a network), and sealed test
 //! sectors with the request payloads of all four kinds (`sector.rs`), checked with
-//! filecoin-proofs' own verifiers (`verify.rs`). Owns [`gen_params`] and [`TestgenError`].
+//! filecoin-proofs' own verifiers (`verify.rs`), and **fake** requests of the true shape at
+//! every size, whose proofs cannot verify (`fake/`, benchmarks only). Owns [`gen_params`]
+//! and [`TestgenError`].
 
+mod fake;
 mod sector;
 mod verify;
 
+pub use fake::{FakeRequest, PayloadShape, FAKE_MINER_ID, FAKE_NOTE, FAKE_SECTOR_NUMBER};
 pub use sector::{
     gen_sector, gen_sector_with, hex32, load_sector, SectorManifest, TestSector, C1_FILE, MANIFEST,
 };

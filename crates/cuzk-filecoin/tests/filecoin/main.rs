@@ -3,6 +3,7 @@
 
 mod aggregate;
 mod common;
+mod fake;
 mod parse;
 mod prove_2k;
 mod vk_beside;

@@ -3,7 +3,9 @@
 //! parallel sparse products), on the synthetic PoRep-shaped circuit; alternating runs with
 //! fresh witnesses, medians, the two assignments required equal. One JSON line per size.
 //! With `--kind K --sector DIR`: the same for partition 0 of a Filecoin test sector's
-//! request (`cuzk gen sector`), through the kind's own synthesis.
+//! request (`cuzk gen sector`), through the kind's own synthesis; with `--kind K --request
+//! FILE --fake`, of a fake request of the true shape at any size (`cuzk gen request`: its
+//! proofs cannot verify, but its circuits are the real ones).
 
 use std::time::Instant;
 
@@ -24,12 +26,19 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
     /// A Filecoin kind (porep, window-post, winning-post, snap) instead of the synthetic
-    /// circuit, from `--sector DIR`.
-    #[arg(long, requires = "sector")]
+    /// circuit, from `--sector DIR` or `--request FILE --fake`.
+    #[arg(long)]
     pub kind: Option<String>,
     /// The `cuzk gen sector` folder for `--kind`.
-    #[arg(long, requires = "kind")]
+    #[arg(long, requires = "kind", conflicts_with = "request")]
     pub sector: Option<std::path::PathBuf>,
+    /// A FAKE request file for `--kind` (`cuzk gen request --fake`); needs --fake.
+    #[arg(long, requires = "kind")]
+    pub request: Option<std::path::PathBuf>,
+    /// Accept the fake request of --request (random data: its proofs cannot verify; its
+    /// circuits have the real shape, which is what synthesis measures).
+    #[arg(long, requires = "request")]
+    pub fake: bool,
 }
 
 /// Runs the comparison for each size.
@@ -37,8 +46,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.reps == 0 {
         bail!("bench synth: --reps must be at least 1");
     }
-    if let (Some(kind), Some(dir)) = (&args.kind, &args.sector) {
-        return run_filecoin(kind, dir, args.reps);
+    if let Some(kind) = &args.kind {
+        let kind = cuzk_filecoin::FilecoinKind::from_cli_name(kind).map_err(anyhow::Error::msg)?;
+        let (request, fake) = match (&args.sector, &args.request) {
+            (Some(dir), None) => (
+                cuzk_filecoin::testgen::load_sector(dir)?.request(kind)?,
+                false,
+            ),
+            (None, Some(file)) => {
+                let fake = cuzk_filecoin::testgen::FakeRequest::read(file)?;
+                if !args.fake {
+                    bail!(
+                        "{} is a FAKE request (its proofs cannot verify): pass --fake",
+                        file.display()
+                    );
+                }
+                if fake.kind != kind {
+                    bail!("{} is a {} request, not {kind}", file.display(), fake.kind);
+                }
+                (fake.request, true)
+            }
+            _ => bail!("--kind {kind} needs --sector DIR or --request FILE --fake"),
+        };
+        return run_filecoin(kind, &request, fake, args.reps);
     }
     for &lg in &args.log_n {
         let c = SyntheticCircuit::with_log_n(lg, 7, SyntheticShape::default())?;
@@ -81,11 +111,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// Partition 0 of a Filecoin request: plain, then the first recorded call (records the
 /// shape), then `reps` recorded calls against `reps` plain ones.
-fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Result<()> {
+fn run_filecoin(
+    kind: cuzk_filecoin::FilecoinKind,
+    request: &cuzk_groth16::ProofRequest,
+    fake: bool,
+    reps: usize,
+) -> anyhow::Result<()> {
     use cuzk_groth16::recorded::{set_budget, DEFAULT_BUDGET};
-    let kind = cuzk_filecoin::FilecoinKind::from_cli_name(kind).map_err(anyhow::Error::msg)?;
-    let sector = cuzk_filecoin::testgen::load_sector(dir)?;
-    let proof = cuzk_filecoin::parse(kind, &sector.request(kind)?)?;
+    let opts = cuzk_filecoin::ParseOptions { fake_ok: fake };
+    let proof =
+        cuzk_filecoin::parse_with(kind, request, &cuzk_filecoin::default_param_dir(), opts)?;
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     set_budget(0);
     let t = Instant::now();
@@ -119,6 +154,7 @@ fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Resul
             "op": "synth",
             "kind": kind.to_string(),
             "circuit_id": proof.circuit_id(),
+            "fake": fake,
             "rows": plain_asg.n_rows(),
             "first_recorded_ms": round1(first_ms),
             "recorded_bytes": cuzk_groth16::recorded::recorded_bytes(),

@@ -7,6 +7,7 @@ pub mod bench_synth;
 pub mod daemon;
 pub mod devices;
 pub mod gen_params;
+pub mod gen_request;
 pub mod gen_sector;
 pub mod prove;
 pub mod prove_filecoin;

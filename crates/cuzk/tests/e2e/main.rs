@@ -3,6 +3,7 @@
 //! Tests here run in parallel within the binary; each daemon has its own socket, and the
 //! shared parameter cache is written atomically.
 
+mod bench_proof;
 mod cli_prove;
 mod daemon_common;
 mod daemon_load;

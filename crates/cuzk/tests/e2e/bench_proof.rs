@@ -1,0 +1,148 @@
+//! The whole-proof benchmark end to end on the CPU backend at 2 KiB: `gen params`, `gen
+//! request --fake`, then `bench batch --fake` proving the fake WindowPoSt request twice
+//! through the in-process engine, with its JSON line, table and timeline picture; and the
+//! refusals: a fake without `--fake`, `gen request` without `--fake`. See: #17.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cuzk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("the cuzk binary runs")
+}
+
+fn stdout_of(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json_line(stdout: &str) -> serde_json::Value {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
+    serde_json::from_str(line).expect("a JSON line")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("temp paths are UTF-8")
+}
+
+/// Test parameters shared across runs (the 2 KiB WindowPoSt file takes a second).
+fn param_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-bench-filecoin-params")
+}
+
+#[test]
+fn bench_batch_proves_a_fake_2kib_request_twice_and_reports_the_run() {
+    let dir = std::env::temp_dir().join(format!("cuzk-bench-proof-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let params = param_dir();
+    stdout_of(
+        &cuzk(&[
+            "gen",
+            "params",
+            "--kind",
+            "window-post",
+            "--sector-size",
+            "2KiB",
+            "--dir",
+            s(&params),
+            "--cpu",
+        ]),
+        "gen params",
+    );
+
+    let req = dir.join("fake-wpost-2k.cuzkreq");
+    let gen = json_line(&stdout_of(
+        &cuzk(&[
+            "gen",
+            "request",
+            "--kind",
+            "window-post",
+            "--sector-size",
+            "2KiB",
+            "--fake",
+            "--out",
+            s(&req),
+        ]),
+        "gen request",
+    ));
+    assert_eq!(gen["fake"], true);
+    assert_eq!(gen["partitions"], 1);
+    assert_eq!(gen["uniform"], true);
+
+    let svg = dir.join("timeline.svg");
+    let out = cuzk(&[
+        "bench",
+        "batch",
+        "--kind",
+        "window-post",
+        "--request",
+        s(&req),
+        "--fake",
+        "--count",
+        "2",
+        "--concurrency",
+        "1",
+        "--param-dir",
+        s(&params),
+        "--no-gpu",
+        "--timeline",
+        s(&svg),
+    ]);
+    let line = json_line(&stdout_of(&out, "bench batch --fake"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{line}\n{stderr}");
+    assert_eq!(line["op"], "batch");
+    assert_eq!(line["fake"], true);
+    assert_eq!(line["circuit_id"], "wpost-2k");
+    assert_eq!(line["count"], 2);
+    assert_eq!(line["failed"], 0, "{stderr}");
+    assert!(line["s_per_proof"].as_f64().is_some_and(|v| v > 0.0));
+    assert!(line["synthesis_ms_per_partition"]
+        .as_f64()
+        .is_some_and(|v| v > 0.0));
+    assert!(line["prove_ms_per_partition"]
+        .as_f64()
+        .is_some_and(|v| v > 0.0));
+    assert!(line["peak_rss_bytes"].as_u64().is_some_and(|v| v > 1 << 20));
+    assert!(line["devices"].as_array().is_some_and(|d| !d.is_empty()));
+    assert!(stderr.contains("compared against:"), "{stderr}");
+    assert!(
+        stderr.contains("FAKE"),
+        "every report of a fake says so:\n{stderr}"
+    );
+    let picture = std::fs::read_to_string(&svg).expect("timeline written");
+    assert!(picture.starts_with("<svg") && picture.contains("FAKE"));
+
+    // A fake without --fake, and gen request without --fake, are refused.
+    let refused = cuzk(&[
+        "bench",
+        "batch",
+        "--kind",
+        "window-post",
+        "--request",
+        s(&req),
+        "--param-dir",
+        s(&params),
+        "--no-gpu",
+    ]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("pass --fake"));
+    let refused = cuzk(&["gen", "request", "--kind", "porep", "--out", s(&req)]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--fake"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
