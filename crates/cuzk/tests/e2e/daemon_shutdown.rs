@@ -54,7 +54,14 @@ fn example_config_is_the_default_config() {
 async fn sigterm_drains_accepted_jobs() {
     let socket = socket_path("sigterm");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["daemon", "--http", "", "--drain-timeout-secs", "60"])
+        .args([
+            "daemon",
+            "--http",
+            "",
+            "--drain-timeout-secs",
+            "60",
+            "--allow-synthetic",
+        ])
         .arg("--listen")
         .arg(format!("unix://{}", socket.display()))
         .arg("--param-dir")

@@ -1,0 +1,108 @@
+//! Readiness for load balancers (issue #18 item 8): the standard gRPC health service and
+//! HTTP `GET /ready` say SERVING / 200 while the daemon takes proofs and NOT_SERVING / 503
+//! from the moment it drains; the default drain outlasts a 32 GiB proof.
+
+use std::time::Duration;
+
+use crate::daemon_common::*;
+use cuzk_server::pb;
+use cuzk_server::{DaemonConfig, ListenAddr};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::HealthCheckRequest;
+
+/// A health client on the daemon's gRPC address.
+async fn health_client(addr: &ListenAddr) -> HealthClient<tonic::transport::Channel> {
+    HealthClient::new(
+        cuzk_server::client::channel(addr)
+            .await
+            .expect("health connects"),
+    )
+}
+
+async fn check(
+    client: &mut HealthClient<tonic::transport::Channel>,
+    service: &str,
+) -> ServingStatus {
+    let status = client
+        .check(HealthCheckRequest {
+            service: service.into(),
+        })
+        .await
+        .expect("health check")
+        .into_inner()
+        .status;
+    ServingStatus::try_from(status).expect("known status")
+}
+
+/// The status code and body of one HTTP GET.
+async fn http_status(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("http connects");
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    let code = response
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (code, body)
+}
+
+// See: #18 item 8.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_ready_turn_off_when_draining() {
+    let cfg = config("health", |c| {
+        c.http_listen = "127.0.0.1:0".into();
+        c.engine.synthesis_workers = 1;
+    });
+    let (daemon, mut client) = start(cfg).await;
+    let http = daemon.http_addr().expect("http enabled");
+    let mut health = health_client(daemon.grpc_addr()).await;
+    assert_eq!(check(&mut health, "").await, ServingStatus::Serving);
+    assert_eq!(
+        check(&mut health, "cuzk.v1.ProvingEngine").await,
+        ServingStatus::Serving
+    );
+    assert_eq!(http_status(http, "/ready").await, (200, "ready\n".into()));
+
+    // A job that outlives the checks below keeps the daemon draining.
+    let job = submit(&mut client, synthetic("health-1", 10, 16, 5)).await;
+    status_until(&mut client, Duration::from_secs(30), |s| s.active_jobs == 1).await;
+    let shutdown = tokio::spawn(daemon.shutdown());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while check(&mut health, "").await != ServingStatus::NotServing {
+        assert!(tokio::time::Instant::now() < deadline, "still serving");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        check(&mut health, "cuzk.v1.ProvingEngine").await,
+        ServingStatus::NotServing
+    );
+    let (code, body) = http_status(http, "/ready").await;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("draining"), "{body}");
+    client
+        .cancel_proof(pb::CancelProofRequest { job_id: job })
+        .await
+        .expect("cancel");
+    shutdown.await.expect("join").expect("shutdown");
+}
+
+// See: #18 item 8.
+#[test]
+fn default_drain_outlasts_a_32_gib_proof() {
+    // A 32 GiB PoRep C2 is 10 partitions of ~130M constraints: minutes on one GPU, more
+    // behind a queue (docs/benchmarks.md); 60 s failed such jobs at every restart.
+    assert!(DaemonConfig::default().drain_timeout_secs >= 30 * 60);
+}
