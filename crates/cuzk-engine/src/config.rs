@@ -12,6 +12,12 @@ pub struct EngineConfig {
     pub param_dir: PathBuf,
     /// Partitions synthesized at once (CPU threads of the synthesis pool).
     pub synthesis_workers: usize,
+    /// Synthesis threads beyond `synthesis_workers` that take CRITICAL partitions only
+    /// (WinningPoSt), so that a block reward never waits for a long PoRep partition or a
+    /// cold SRS load on the general pool. They skip the look-ahead bound and may overdraw
+    /// the host memory budget by one partition each (CRITICAL partitions are small); 0
+    /// turns the lane off.
+    pub critical_synthesis_workers: usize,
     /// Synthesized partitions allowed to wait for a prover beyond those being proved: how
     /// far synthesis runs ahead of the provers.
     pub handoff_depth: usize,
@@ -29,6 +35,13 @@ pub struct EngineConfig {
     pub recorded_r1cs_budget_bytes: u64,
     /// Check every SRS point's curve and subgroup membership on load (slow).
     pub srs_check_points: bool,
+    /// Jobs accepted and not finished at most; a submit beyond it is refused with
+    /// [`crate::EngineError::ResourceExhausted`] (attaching to an existing job is not).
+    pub max_queued_jobs: usize,
+    /// Request payload bytes (vanilla proofs and the other request fields) of jobs accepted
+    /// and not finished at most; a submit beyond it is refused like `max_queued_jobs`. A
+    /// job bigger than the whole limit is still accepted when nothing else is queued.
+    pub max_queued_bytes: u64,
     /// How long finished results are kept for `AwaitProof` and re-submits.
     pub result_retention: Duration,
     /// How many finished results are kept at most.
@@ -44,6 +57,7 @@ impl Default for EngineConfig {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters")),
             synthesis_workers: 2,
+            critical_synthesis_workers: 1,
             handoff_depth: 2,
             gpu_workers_per_device: 2,
             cpu_workers: 1,
@@ -51,6 +65,8 @@ impl Default for EngineConfig {
             srs_budget_bytes: 128 << 30,
             recorded_r1cs_budget_bytes: cuzk_groth16::recorded::DEFAULT_BUDGET,
             srs_check_points: false,
+            max_queued_jobs: 1000,
+            max_queued_bytes: 16 << 30,
             result_retention: Duration::from_secs(3600),
             result_retention_count: 1000,
             timeline_capacity: 100_000,
@@ -75,6 +91,12 @@ impl EngineConfig {
         }
         if self.host_memory_budget_bytes == 0 {
             return Err("host_memory_budget_bytes must be positive".into());
+        }
+        if self.max_queued_jobs == 0 {
+            return Err("max_queued_jobs must be at least 1".into());
+        }
+        if self.max_queued_bytes == 0 {
+            return Err("max_queued_bytes must be positive".into());
         }
         if self.result_retention_count == 0 {
             return Err("result_retention_count must be at least 1".into());

@@ -56,10 +56,33 @@ pub enum Ending {
     Cancelled,
 }
 
+/// An admission limit that refused a submit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// `max_queued_jobs`.
+    MaxQueuedJobs,
+    /// `max_queued_bytes`.
+    MaxQueuedBytes,
+}
+
+impl Limit {
+    /// Every limit.
+    pub const ALL: [Limit; 2] = [Limit::MaxQueuedJobs, Limit::MaxQueuedBytes];
+
+    /// The config key's name, also the metrics label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::MaxQueuedJobs => "max_queued_jobs",
+            Limit::MaxQueuedBytes => "max_queued_bytes",
+        }
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     // [kind][ending]
     endings: [[u64; 3]; ProofKindId::ALL.len()],
+    refused: [u64; Limit::ALL.len()],
     stages: [Histogram; TIMED_STAGES.len()],
     job_total: [Histogram; ProofKindId::ALL.len()],
 }
@@ -79,6 +102,10 @@ pub struct Gauges {
     pub partitions_by_stage: Vec<(&'static str, u64)>,
     /// Active (unfinished) jobs.
     pub active_jobs: u64,
+    /// Request payload bytes of active jobs.
+    pub queued_payload_bytes: u64,
+    /// Finished results retained.
+    pub retained_results: u64,
     /// Host bytes reserved by partitions in flight.
     pub memory_reserved_bytes: u64,
     /// The host memory budget.
@@ -112,6 +139,11 @@ impl Metrics {
         if ending == Ending::Completed {
             inner.job_total[k].observe(total.as_secs_f64());
         }
+    }
+
+    /// Counts a submit refused by admission control.
+    pub fn submit_refused(&self, limit: Limit) {
+        self.inner.lock().refused[limit as usize] += 1;
     }
 
     /// Observes one stage's latency.
@@ -157,6 +189,31 @@ impl Metrics {
             "jobs accepted and not finished",
             gauges.active_jobs as f64,
         );
+        scalar(
+            &mut out,
+            "cuzk_queued_payload_bytes",
+            "request payload bytes of jobs accepted and not finished",
+            gauges.queued_payload_bytes as f64,
+        );
+        scalar(
+            &mut out,
+            "cuzk_retained_results",
+            "finished results kept for AwaitProof and re-submits",
+            gauges.retained_results as f64,
+        );
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_submits_refused_total submits refused by an admission limit"
+        );
+        let _ = writeln!(out, "# TYPE cuzk_submits_refused_total counter");
+        for limit in Limit::ALL {
+            let _ = writeln!(
+                out,
+                "cuzk_submits_refused_total{{limit=\"{}\"}} {}",
+                limit.as_str(),
+                inner.refused[limit as usize]
+            );
+        }
         scalar(
             &mut out,
             "cuzk_memory_reserved_bytes",
@@ -238,6 +295,7 @@ impl Inner {
     fn clone_inner(&self) -> Inner {
         Inner {
             endings: self.endings,
+            refused: self.refused,
             stages: self.stages.clone(),
             job_total: self.job_total.clone(),
         }
@@ -310,5 +368,20 @@ mod tests {
             "{text}"
         );
         assert_eq!(metrics.total(Ending::Completed), 1);
+    }
+
+    #[test]
+    fn refused_submits_are_counted_per_limit() {
+        let metrics = Metrics::new();
+        metrics.submit_refused(Limit::MaxQueuedBytes);
+        let text = metrics.render(&Gauges::default());
+        assert!(
+            text.contains("cuzk_submits_refused_total{limit=\"max_queued_bytes\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cuzk_submits_refused_total{limit=\"max_queued_jobs\"} 0"),
+            "{text}"
+        );
     }
 }

@@ -66,6 +66,8 @@ pub struct EngineStatus {
     pub total_cancelled: u64,
     /// Time since start.
     pub uptime: Duration,
+    /// Request payload bytes of jobs accepted and not finished (`max_queued_bytes`).
+    pub queued_payload_bytes: u64,
     /// Host bytes reserved by partitions in flight.
     pub memory_reserved_bytes: u64,
     /// The host memory budget.

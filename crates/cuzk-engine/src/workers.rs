@@ -14,7 +14,7 @@ use ff::Field;
 use tracing::debug;
 
 use crate::device::Device;
-use crate::state::{Job, Ready, Shared};
+use crate::state::{Job, JobEnd, Ready, Shared};
 use crate::timeline::{Stage, TimelineEvent};
 use crate::JobState;
 
@@ -39,17 +39,10 @@ fn event(job: &Job, partition_idx: u32, stage: Stage, worker: &str, device: &str
     }
 }
 
-/// Fails `job` with `reason` and drops what it held outside the lock.
-fn fail_job(shared: &Arc<Shared>, job: &Job, reason: String) {
+/// Fails `job` and drops what it held outside the lock.
+fn fail_job(shared: &Arc<Shared>, job: &Job, end: JobEnd) {
     let mut st = shared.state.lock();
-    let dropped = shared.finish_job(
-        &mut st,
-        &job.id,
-        JobState::Failed,
-        Vec::new(),
-        reason,
-        Duration::ZERO,
-    );
+    let dropped = shared.finish_job(&mut st, &job.id, end);
     drop(st);
     drop(dropped);
 }
@@ -64,7 +57,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                 if st.stopping {
                     return;
                 }
-                if let Some(picked) = shared.pick_synthesis(&mut st) {
+                if let Some(picked) = shared.pick_synthesis(&mut st, worker_idx) {
                     break picked;
                 }
                 shared.synth_cv.wait(&mut st);
@@ -91,7 +84,9 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
             Err(err) => {
                 shared.state.lock().in_synthesis -= 1;
                 drop(reservation);
-                fail_job(&shared, &job, format!("partition {partition_idx}: {err}"));
+                // Parameters that cannot load here may load on another daemon.
+                let reason = format!("partition {partition_idx}: {err}");
+                fail_job(&shared, &job, JobEnd::retryable(reason));
                 continue;
             }
         };
@@ -131,14 +126,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                 (Vec::new(), None)
             }
             Ok(Err(err)) => {
-                let dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    err.to_string(),
-                    Duration::ZERO,
-                );
+                let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(err.to_string()));
                 (dropped, Some((reservation, lease)))
             }
             Err(panic) => {
@@ -146,14 +134,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                     "synthesis of partition {partition_idx} panicked: {}",
                     panic_message(&*panic)
                 );
-                let dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    reason,
-                    Duration::ZERO,
-                );
+                let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(reason));
                 (dropped, Some((reservation, lease)))
             }
         };
@@ -299,28 +280,14 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
             }
             Ok(Err(reason)) => {
                 let reason = format!("partition {partition_idx} on {dev_name}: {reason}");
-                dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    reason,
-                    Duration::ZERO,
-                );
+                dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(reason));
             }
             Err(panic) => {
                 let reason = format!(
                     "prove of partition {partition_idx} on {dev_name} panicked: {}",
                     panic_message(&*panic)
                 );
-                dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    reason,
-                    Duration::ZERO,
-                );
+                dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(reason));
             }
         }
         if assemble.is_some() {
@@ -361,7 +328,8 @@ fn spawn_assembly(
         .spawn(move || assemble(worker_shared, worker_job, proofs, vk));
     if let Err(err) = spawned {
         shared.state.lock().in_assembly -= 1;
-        fail_job(shared, &job, format!("cannot start assembly thread: {err}"));
+        let reason = format!("cannot start assembly thread: {err}");
+        fail_job(shared, &job, JobEnd::failed(reason));
     }
 }
 
@@ -382,24 +350,14 @@ fn assemble(shared: Arc<Shared>, job: Arc<Job>, proofs: Vec<Proof>, vk: Option<V
         .record(event(&job, 0, Stage::Assembly, "assembler", ""), t0, t1);
     let mut st = shared.state.lock();
     st.in_assembly -= 1;
-    let dropped = match result {
-        Ok(bytes) => shared.finish_job(
-            &mut st,
-            &job.id,
-            JobState::Completed,
-            bytes,
-            String::new(),
-            t1 - t0,
-        ),
-        Err(reason) => shared.finish_job(
-            &mut st,
-            &job.id,
-            JobState::Failed,
-            Vec::new(),
-            reason,
-            t1 - t0,
-        ),
+    let end = match result {
+        Ok(proof) => JobEnd::Completed {
+            proof,
+            assembly: t1 - t0,
+        },
+        Err(reason) => JobEnd::failed(reason),
     };
+    let dropped = shared.finish_job(&mut st, &job.id, end);
     drop(st);
     drop(dropped);
 }

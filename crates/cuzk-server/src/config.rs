@@ -45,6 +45,8 @@ pub struct EngineSection {
     pub param_dir: PathBuf,
     /// Partitions synthesized at once.
     pub synthesis_workers: usize,
+    /// Synthesis threads for CRITICAL partitions only.
+    pub critical_synthesis_workers: usize,
     /// Synthesized partitions that may wait for a prover.
     pub handoff_depth: usize,
     /// Prove workers per GPU.
@@ -59,6 +61,10 @@ pub struct EngineSection {
     pub recorded_r1cs_budget_bytes: u64,
     /// Check SRS points' curve and subgroup membership on load.
     pub srs_check_points: bool,
+    /// Jobs accepted and not finished at most.
+    pub max_queued_jobs: usize,
+    /// Request payload bytes of jobs accepted and not finished at most.
+    pub max_queued_bytes: u64,
     /// Seconds finished results are kept.
     pub result_retention_secs: u64,
     /// Finished results kept at most.
@@ -97,6 +103,7 @@ impl Default for EngineSection {
         EngineSection {
             param_dir: e.param_dir,
             synthesis_workers: e.synthesis_workers,
+            critical_synthesis_workers: e.critical_synthesis_workers,
             handoff_depth: e.handoff_depth,
             gpu_workers_per_device: e.gpu_workers_per_device,
             cpu_workers: e.cpu_workers,
@@ -104,6 +111,8 @@ impl Default for EngineSection {
             srs_budget_bytes: e.srs_budget_bytes,
             recorded_r1cs_budget_bytes: e.recorded_r1cs_budget_bytes,
             srs_check_points: e.srs_check_points,
+            max_queued_jobs: e.max_queued_jobs,
+            max_queued_bytes: e.max_queued_bytes,
             result_retention_secs: e.result_retention.as_secs(),
             result_retention_count: e.result_retention_count,
             timeline_capacity: e.timeline_capacity,
@@ -228,6 +237,7 @@ impl DaemonConfig {
         EngineConfig {
             param_dir: e.param_dir.clone(),
             synthesis_workers: e.synthesis_workers,
+            critical_synthesis_workers: e.critical_synthesis_workers,
             handoff_depth: e.handoff_depth,
             gpu_workers_per_device: e.gpu_workers_per_device,
             cpu_workers: e.cpu_workers,
@@ -235,6 +245,8 @@ impl DaemonConfig {
             srs_budget_bytes: e.srs_budget_bytes,
             recorded_r1cs_budget_bytes: e.recorded_r1cs_budget_bytes,
             srs_check_points: e.srs_check_points,
+            max_queued_jobs: e.max_queued_jobs,
+            max_queued_bytes: e.max_queued_bytes,
             result_retention: Duration::from_secs(e.result_retention_secs),
             result_retention_count: e.result_retention_count,
             timeline_capacity: e.timeline_capacity,
