@@ -1,6 +1,7 @@
 //! The `cuzk.v1.ProvingEngine` service over an [`Engine`]. Every rpc does real work:
 //! `AwaitProof` honours `timeout_ms`, `CancelProof` cancels, `EvictSRS` evicts, `GetStatus`
-//! reports what the engine tracks. A caller leaving `Prove` early is logged and its job
+//! reports what the engine tracks. A job that failed retryably answers `AwaitProof` and
+//! `Prove` with UNAVAILABLE, so clients and load balancers retry it. A caller leaving `Prove` early is logged and its job
 //! runs on; only `CancelProof` cancels.
 
 use std::sync::Arc;
@@ -70,6 +71,9 @@ impl ProvingService {
             .await_job(job_id, timeout)
             .await
             .map_err(convert::engine_error)?;
+        if let Some(status) = convert::retryable_failure(&outcome) {
+            return Err(status);
+        }
         Ok(convert::await_response(job_id, outcome))
     }
 }

@@ -251,6 +251,28 @@ async fn request_over_the_size_limit_is_resource_exhausted() {
 
 // See: #18 item 3.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submits_beyond_the_queue_limit_are_resource_exhausted() {
+    let cfg = config("queued", |c| {
+        c.engine.max_queued_jobs = 1;
+        c.engine.synthesis_workers = 1;
+    });
+    let (daemon, mut client) = start(cfg).await;
+    let job = submit(&mut client, synthetic("queued-1", 10, 16, 11)).await;
+    let err = client
+        .submit_proof(synthetic("queued-2", 5, 1, 1))
+        .await
+        .expect_err("queue full");
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
+    assert!(err.message().contains("max_queued_jobs"), "{err}");
+    client
+        .cancel_proof(pb::CancelProofRequest { job_id: job })
+        .await
+        .expect("cancel");
+    daemon.shutdown().await.expect("shutdown");
+}
+
+// See: #18 item 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_stream_per_connection_queues_the_second_call() {
     let cfg = config("streams", |c| {
         c.max_concurrent_streams = 1;

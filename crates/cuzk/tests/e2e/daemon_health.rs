@@ -1,6 +1,7 @@
 //! Readiness for load balancers (issue #18 item 8): the standard gRPC health service and
 //! HTTP `GET /ready` say SERVING / 200 while the daemon takes proofs and NOT_SERVING / 503
-//! from the moment it drains; the default drain outlasts a 32 GiB proof.
+//! from the moment it drains; failures a retry elsewhere may fix answer UNAVAILABLE; the
+//! default drain outlasts a 32 GiB proof.
 
 use std::time::Duration;
 
@@ -97,6 +98,47 @@ async fn health_and_ready_turn_off_when_draining() {
         .await
         .expect("cancel");
     shutdown.await.expect("join").expect("shutdown");
+}
+
+// See: #18 item 8.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_that_cannot_load_answer_unavailable() {
+    let dir = std::env::temp_dir().join(format!("cuzk-badparams-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        cuzk_engine::synthetic::params_file(&dir, 6),
+        b"not a parameters file",
+    )
+    .unwrap();
+    let cfg = config("badparams", |c| c.engine.param_dir = dir.clone());
+    let (daemon, mut client) = start(cfg).await;
+    let err = client
+        .prove(pb::ProveRequest {
+            submit: Some(synthetic("badparams-1", 6, 1, 1)),
+        })
+        .await
+        .expect_err("a parameters file that cannot load is retryable");
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err}");
+    assert!(err.message().contains("retry"), "{err}");
+    let job = submit(&mut client, synthetic("badparams-2", 6, 1, 2)).await;
+    let err = client
+        .await_proof(pb::AwaitProofRequest {
+            job_id: job,
+            timeout_ms: 0,
+        })
+        .await
+        .expect_err("AwaitProof says the same");
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err}");
+    // PreloadSRS of the same parameters too.
+    let err = client
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: "synthetic-6".into(),
+        })
+        .await
+        .expect_err("cannot load");
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err}");
+    daemon.shutdown().await.expect("shutdown");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // See: #18 item 8.
