@@ -1,8 +1,8 @@
 //! The `cuzk.v1.ProvingEngine` service over an [`Engine`]. Every rpc does real work:
 //! `AwaitProof` honours `timeout_ms`, `CancelProof` cancels, `EvictSRS` evicts, `GetStatus`
 //! reports what the engine tracks. A job that failed retryably answers `AwaitProof` and
-//! `Prove` with UNAVAILABLE, so clients and load balancers retry it. A caller leaving `Prove` early is logged and its job
-//! runs on; only `CancelProof` cancels.
+//! `Prove` with UNAVAILABLE, so clients and load balancers retry it. A caller leaving
+//! `Prove` early is logged and its job runs on; only `CancelProof` cancels.
 
 use std::sync::Arc;
 use std::time::Duration;
