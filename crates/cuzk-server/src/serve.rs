@@ -144,7 +144,8 @@ impl Daemon {
         .max_encoding_message_size(limit(cfg.max_response_bytes));
         let service = InterceptedService::new(service, BearerAuth::new(token.clone()));
         let (health, health_service) = tonic_health::server::health_reporter();
-        crate::health::set(&health, false).await;
+        // Set before the listener serves, so the first probe already has the answer.
+        crate::health::set(&health, crate::health::readiness(&engine.status()).ready).await;
         tokio::spawn(crate::health::watch(
             engine.clone(),
             health.clone(),
