@@ -10,14 +10,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cuzk_groth16::SrsOptions;
 use parking_lot::Mutex;
 use rand::RngCore;
-use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::device::{Device, DeviceSpec};
-use crate::metrics::{Ending, Gauges, Limit, Metrics};
+use crate::metrics::{Ending, Gauges, Metrics};
 use crate::srs_manager::{SrsManager, SrsStatus, SrsTier};
-use crate::state::{Job, JobEnd, Progress, Shared, State};
+use crate::state::{payload_bytes, payload_digest, Job, JobEnd, Progress, Shared, State};
 use crate::status::{DeviceStatus, EngineStatus, KindQueue};
 use crate::timeline::{Timeline, TimelineEvent};
 use crate::workers::{prove_worker, synthesis_worker};
@@ -154,7 +153,7 @@ impl Engine {
                 return Ok(existing);
             }
             // Refuse before parsing: under overload, parsing is wasted work.
-            self.admit(&st, payload_bytes)?;
+            self.shared.admit(&st, payload_bytes)?;
         }
         let proof = self
             .shared
@@ -183,7 +182,7 @@ impl Engine {
         if let Some(existing) = self.attach(&st, &spec.request_id, &digest) {
             return Ok(existing);
         }
-        self.admit(&st, payload_bytes)?;
+        self.shared.admit(&st, payload_bytes)?;
         let seq = st.next_seq;
         st.next_seq += 1;
         let id = format!("{}-{seq}", self.shared.id_prefix);
@@ -560,38 +559,6 @@ impl Engine {
         })
     }
 
-    /// Admission control: refuses a new job of `payload_bytes` beyond `max_queued_jobs` or
-    /// `max_queued_bytes` (one job bigger than the byte limit runs when it is alone).
-    fn admit(&self, st: &State, payload_bytes: u64) -> Result<(), EngineError> {
-        let cfg = &self.shared.cfg;
-        let refuse = |limit: Limit, message: String| {
-            self.shared.metrics.submit_refused(limit);
-            warn!(limit = limit.as_str(), "submit refused: {message}");
-            Err(EngineError::ResourceExhausted(message))
-        };
-        if st.jobs.len() >= cfg.max_queued_jobs {
-            return refuse(
-                Limit::MaxQueuedJobs,
-                format!(
-                    "{} jobs queued or running, max_queued_jobs is {}",
-                    st.jobs.len(),
-                    cfg.max_queued_jobs
-                ),
-            );
-        }
-        let total = st.active_payload_bytes + payload_bytes;
-        if !st.jobs.is_empty() && total > cfg.max_queued_bytes {
-            return refuse(
-                Limit::MaxQueuedBytes,
-                format!(
-                    "{} payload bytes queued or running plus {payload_bytes} would pass max_queued_bytes {}",
-                    st.active_payload_bytes, cfg.max_queued_bytes
-                ),
-            );
-        }
-        Ok(())
-    }
-
     /// Active jobs scheduled before `job`.
     fn position(&self, st: &State, job: &Job) -> u32 {
         let key = job.key(0);
@@ -625,42 +592,4 @@ fn device_status(d: &Device) -> DeviceStatus {
         current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
         current_kind: current.map(|c| Some(c.1)).unwrap_or(None),
     }
-}
-
-/// The request's payload bytes, for `max_queued_bytes`.
-fn payload_bytes(spec: &JobSpec) -> u64 {
-    let r = &spec.request;
-    let proofs: usize = r.vanilla_proofs.iter().map(Vec::len).sum();
-    (r.vanilla_proof.len()
-        + proofs
-        + r.randomness.len()
-        + r.comm_r_old.len()
-        + r.comm_r_new.len()
-        + r.comm_d_new.len()) as u64
-}
-
-/// The payload digest of a job's identity: kind and every request field, length-prefixed.
-fn payload_digest(spec: &JobSpec) -> [u8; 32] {
-    let r = &spec.request;
-    let mut h = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
-    };
-    field(spec.kind.as_str().as_bytes());
-    field(&r.sector_size.to_le_bytes());
-    field(&r.registered_proof.to_le_bytes());
-    field(&r.vanilla_proof);
-    field(&(r.vanilla_proofs.len() as u64).to_le_bytes());
-    for p in &r.vanilla_proofs {
-        field(p);
-    }
-    field(&r.sector_number.to_le_bytes());
-    field(&r.miner_id.to_le_bytes());
-    field(&r.randomness);
-    field(&r.partition_index.to_le_bytes());
-    field(&r.comm_r_old);
-    field(&r.comm_r_new);
-    field(&r.comm_d_new);
-    h.finalize().into()
 }

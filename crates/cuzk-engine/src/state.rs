@@ -13,14 +13,18 @@ use std::time::{Duration, Instant};
 
 use cuzk_groth16::{Assignment, PartitionedProof, Proof, VerifyingKey};
 use parking_lot::{Condvar, Mutex};
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::device::Device;
-use crate::metrics::{Ending, Metrics};
+use crate::metrics::{Ending, Limit, Metrics};
 use crate::srs_manager::{SrsLease, SrsManager};
 use crate::timeline::Timeline;
-use crate::{EngineConfig, JobOutcome, JobState, JobTimings, KindRegistry, Priority, ProofKindId};
+use crate::{
+    EngineConfig, EngineError, JobOutcome, JobSpec, JobState, JobTimings, KindRegistry, Priority,
+    ProofKindId,
+};
 
 /// Scheduling order: higher priority first, then the older job, then the lower partition.
 pub(crate) type TaskKey = (Reverse<Priority>, u64, u32);
@@ -329,6 +333,38 @@ impl Shared {
         dropped
     }
 
+    /// Admission control: refuses a new job of `payload_bytes` beyond `max_queued_jobs` or
+    /// `max_queued_bytes` (one job bigger than the byte limit runs when it is alone).
+    pub fn admit(&self, st: &State, payload_bytes: u64) -> Result<(), EngineError> {
+        let cfg = &self.cfg;
+        let refuse = |limit: Limit, message: String| {
+            self.metrics.submit_refused(limit);
+            warn!(limit = limit.as_str(), "submit refused: {message}");
+            Err(EngineError::ResourceExhausted(message))
+        };
+        if st.jobs.len() >= cfg.max_queued_jobs {
+            return refuse(
+                Limit::MaxQueuedJobs,
+                format!(
+                    "{} jobs queued or running, max_queued_jobs is {}",
+                    st.jobs.len(),
+                    cfg.max_queued_jobs
+                ),
+            );
+        }
+        let total = st.active_payload_bytes + payload_bytes;
+        if !st.jobs.is_empty() && total > cfg.max_queued_bytes {
+            return refuse(
+                Limit::MaxQueuedBytes,
+                format!(
+                    "{} payload bytes queued or running plus {payload_bytes} would pass max_queued_bytes {}",
+                    st.active_payload_bytes, cfg.max_queued_bytes
+                ),
+            );
+        }
+        Ok(())
+    }
+
     /// Forgets finished results beyond the retention count or age.
     pub fn prune_finished(&self, st: &mut State, now: Instant) {
         while let Some((id, at)) = st.finished.front() {
@@ -352,4 +388,42 @@ impl Shared {
             }
         }
     }
+}
+
+/// The request's payload bytes, for `max_queued_bytes`.
+pub(crate) fn payload_bytes(spec: &JobSpec) -> u64 {
+    let r = &spec.request;
+    let proofs: usize = r.vanilla_proofs.iter().map(Vec::len).sum();
+    (r.vanilla_proof.len()
+        + proofs
+        + r.randomness.len()
+        + r.comm_r_old.len()
+        + r.comm_r_new.len()
+        + r.comm_d_new.len()) as u64
+}
+
+/// The payload digest of a job's identity: kind and every request field, length-prefixed.
+pub(crate) fn payload_digest(spec: &JobSpec) -> [u8; 32] {
+    let r = &spec.request;
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(spec.kind.as_str().as_bytes());
+    field(&r.sector_size.to_le_bytes());
+    field(&r.registered_proof.to_le_bytes());
+    field(&r.vanilla_proof);
+    field(&(r.vanilla_proofs.len() as u64).to_le_bytes());
+    for p in &r.vanilla_proofs {
+        field(p);
+    }
+    field(&r.sector_number.to_le_bytes());
+    field(&r.miner_id.to_le_bytes());
+    field(&r.randomness);
+    field(&r.partition_index.to_le_bytes());
+    field(&r.comm_r_old);
+    field(&r.comm_r_new);
+    field(&r.comm_d_new);
+    h.finalize().into()
 }
