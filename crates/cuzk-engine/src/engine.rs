@@ -13,11 +13,12 @@ use rand::RngCore;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::device::{Device, DeviceSpec};
+use crate::device::DeviceSpec;
+use crate::faults::JobFaults;
 use crate::metrics::{Ending, Gauges, Metrics};
 use crate::srs_manager::{SrsManager, SrsStatus, SrsTier};
 use crate::state::{payload_bytes, payload_digest, Job, JobEnd, Progress, Shared, State};
-use crate::status::{DeviceStatus, EngineStatus, KindQueue};
+use crate::status::{EngineStatus, KindQueue};
 use crate::timeline::{Timeline, TimelineEvent};
 use crate::workers::{prove_worker, synthesis_worker};
 use crate::{
@@ -27,7 +28,7 @@ use crate::{
 
 /// The proving engine. Cheap to share behind an `Arc`; all methods take `&self`.
 pub struct Engine {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 /// What a shutdown did.
@@ -53,21 +54,7 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
         cuzk_groth16::recorded::set_budget(cfg.recorded_r1cs_budget_bytes);
-        let devices: Vec<Arc<Device>> = if devices.is_empty() {
-            vec![Arc::new(Device::new(DeviceSpec::cpu(), cfg.cpu_workers))]
-        } else {
-            devices
-                .into_iter()
-                .map(|spec| {
-                    let workers = spec.workers.unwrap_or(if spec.is_gpu {
-                        cfg.gpu_workers_per_device
-                    } else {
-                        cfg.cpu_workers
-                    });
-                    Arc::new(Device::new(spec, workers.max(1)))
-                })
-                .collect()
-        };
+        let devices = crate::device::build_devices(&cfg, devices);
         let registry = Arc::new(registry);
         let srs = Arc::new(SrsManager::new(
             cfg.param_dir.clone(),
@@ -216,6 +203,7 @@ impl Engine {
                 synthesis: Duration::ZERO,
                 compute: Duration::ZERO,
                 vk: None,
+                faults: JobFaults::new(n_partitions),
             },
         );
         st.active_payload_bytes += payload_bytes;
@@ -430,12 +418,7 @@ impl Engine {
             ("assembling", st.in_assembly as u64),
         ];
         let status = EngineStatus {
-            devices: self
-                .shared
-                .devices
-                .iter()
-                .map(|d| device_status(d))
-                .collect(),
+            devices: self.shared.devices.iter().map(|d| d.status()).collect(),
             srs: Vec::new(),
             queues,
             queued_by_priority,
@@ -474,6 +457,11 @@ impl Engine {
                 .devices
                 .iter()
                 .map(|d| (d.name.clone(), d.busy.as_secs_f64()))
+                .collect(),
+            device_health: status
+                .devices
+                .iter()
+                .map(|d| (d.name.clone(), d.in_service, d.faults_total))
                 .collect(),
             uptime_s: status.uptime.as_secs_f64(),
         };
@@ -576,20 +564,5 @@ impl Engine {
             .map(|d| d.spec.name.as_str())
             .collect::<Vec<_>>()
             .join(",")
-    }
-}
-
-fn device_status(d: &Device) -> DeviceStatus {
-    let current = d.current.lock().clone();
-    DeviceStatus {
-        name: d.spec.name.clone(),
-        hardware: d.spec.hardware.clone(),
-        is_gpu: d.spec.is_gpu,
-        ordinal: d.spec.ordinal,
-        vram_total_bytes: d.spec.vram_total_bytes,
-        workers: d.workers,
-        busy: d.busy(),
-        current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
-        current_kind: current.map(|c| Some(c.1)).unwrap_or(None),
     }
 }

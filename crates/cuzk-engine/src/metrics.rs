@@ -9,7 +9,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::timeline::Stage;
-use crate::{Priority, ProofKindId};
+use crate::{Priority, ProofKindId, RetryCause};
 
 /// Histogram bucket upper bounds in seconds (partition stages span ms to minutes).
 const BUCKETS_S: [f64; 15] = [
@@ -85,6 +85,8 @@ struct Inner {
     refused: [u64; Limit::ALL.len()],
     stages: [Histogram; TIMED_STAGES.len()],
     job_total: [Histogram; ProofKindId::ALL.len()],
+    // [cause], see faults.rs
+    retries: [u64; RetryCause::ALL.len()],
 }
 
 /// Counters and histograms, updated by the pipeline.
@@ -116,6 +118,8 @@ pub struct Gauges {
     pub device_busy_s: Vec<(String, f64)>,
     /// Seconds since the engine started.
     pub uptime_s: f64,
+    /// Per device: name, whether it is in service, faults since start.
+    pub device_health: Vec<(String, bool, u64)>,
 }
 
 fn kind_index(kind: ProofKindId) -> usize {
@@ -150,6 +154,13 @@ impl Metrics {
     pub fn stage(&self, stage: Stage, elapsed: Duration) {
         if let Some(i) = TIMED_STAGES.iter().position(|s| *s == stage) {
             self.inner.lock().stages[i].observe(elapsed.as_secs_f64());
+        }
+    }
+
+    /// Counts a partition sent to another device (or the CPU) after a fault.
+    pub fn partition_retried(&self, cause: RetryCause) {
+        if let Some(i) = RetryCause::ALL.iter().position(|c| *c == cause) {
+            self.inner.lock().retries[i] += 1;
         }
     }
 
@@ -249,6 +260,7 @@ impl Metrics {
                 "cuzk_device_busy_seconds_total{{device=\"{device}\"}} {s}"
             );
         }
+        render_faults(&mut out, gauges, &inner.retries);
         for (name, ending) in [
             ("cuzk_proofs_completed_total", Ending::Completed),
             ("cuzk_proofs_failed_total", Ending::Failed),
@@ -298,7 +310,47 @@ impl Inner {
             refused: self.refused,
             stages: self.stages.clone(),
             job_total: self.job_total.clone(),
+            retries: self.retries,
         }
+    }
+}
+
+/// Device health and partition retries (faults.rs).
+fn render_faults(out: &mut String, gauges: &Gauges, retries: &[u64; RetryCause::ALL.len()]) {
+    gauge_header(
+        out,
+        "cuzk_device_in_service",
+        "1 while the device takes partitions, 0 once faults took it out of service",
+    );
+    for (device, in_service, _) in &gauges.device_health {
+        let _ = writeln!(
+            out,
+            "cuzk_device_in_service{{device=\"{device}\"}} {}",
+            u8::from(*in_service)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP cuzk_device_faults_total backend errors, panics, hung calls and unverified proofs, by device"
+    );
+    let _ = writeln!(out, "# TYPE cuzk_device_faults_total counter");
+    for (device, _, faults) in &gauges.device_health {
+        let _ = writeln!(
+            out,
+            "cuzk_device_faults_total{{device=\"{device}\"}} {faults}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP cuzk_partition_retries_total partitions sent to another device or the CPU, by cause"
+    );
+    let _ = writeln!(out, "# TYPE cuzk_partition_retries_total counter");
+    for (cause, n) in RetryCause::ALL.iter().zip(retries) {
+        let _ = writeln!(
+            out,
+            "cuzk_partition_retries_total{{cause=\"{}\"}} {n}",
+            cause.as_str()
+        );
     }
 }
 

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::device::Device;
+use crate::faults::{JobFaults, Route};
 use crate::metrics::{Ending, Limit, Metrics};
 use crate::srs_manager::{SrsLease, SrsManager};
 use crate::timeline::Timeline;
@@ -109,6 +110,8 @@ pub(crate) struct Progress {
     pub synthesis: Duration,
     pub compute: Duration,
     pub vk: Option<VerifyingKey>,
+    /// Which device proved each partition, and CPU retries (faults.rs).
+    pub faults: JobFaults,
 }
 
 /// A synthesized partition waiting for a prover. Its reservation and SRS lease travel
@@ -116,10 +119,13 @@ pub(crate) struct Progress {
 pub(crate) struct Ready {
     pub job: Arc<Job>,
     pub partition_idx: u32,
-    pub asg: Assignment,
+    /// Shared with a watched backend call, which may outlive its watcher (faults.rs).
+    pub asg: Arc<Assignment>,
     pub reservation: Reservation,
     pub lease: SrsLease,
     pub ready_at: Instant,
+    /// The devices that may still prove it.
+    pub route: Route,
 }
 
 /// A finished result kept for `AwaitProof` and re-submits.

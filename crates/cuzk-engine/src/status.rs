@@ -28,6 +28,20 @@ pub struct DeviceStatus {
     pub current_job_id: String,
     /// That job's kind.
     pub current_kind: Option<ProofKindId>,
+    // Fault handling (see faults.rs).
+    /// The CPU fallback device: proves only partitions no in-service device may take.
+    pub fallback: bool,
+    /// False once faults took the device out of service; no partition goes to it then.
+    pub in_service: bool,
+    /// Why it is out of service (empty while in service).
+    pub out_of_service_reason: String,
+    /// How long it has been out of service.
+    pub out_of_service_for: Option<Duration>,
+    /// Faults since start: backend errors, panics, hung calls, proofs that failed
+    /// verification.
+    pub faults_total: u64,
+    /// The last fault's reason (empty if none).
+    pub last_fault: String,
 }
 
 /// Jobs of one kind.

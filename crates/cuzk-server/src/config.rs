@@ -71,6 +71,12 @@ pub struct EngineSection {
     pub result_retention_count: usize,
     /// Timeline events kept.
     pub timeline_capacity: usize,
+    /// Consecutive faults that take a device out of service.
+    pub device_fault_threshold: u32,
+    /// Seconds a GPU backend call may run before its device is presumed hung.
+    pub prove_timeout_secs: u64,
+    /// A CPU fallback device beside the GPUs.
+    pub cpu_fallback: bool,
 }
 
 /// Curio's default address for its cuzk daemon.
@@ -116,6 +122,9 @@ impl Default for EngineSection {
             result_retention_secs: e.result_retention.as_secs(),
             result_retention_count: e.result_retention_count,
             timeline_capacity: e.timeline_capacity,
+            device_fault_threshold: e.device_fault_threshold,
+            prove_timeout_secs: e.prove_timeout.as_secs(),
+            cpu_fallback: e.cpu_fallback,
         }
     }
 }
@@ -250,6 +259,9 @@ impl DaemonConfig {
             result_retention: Duration::from_secs(e.result_retention_secs),
             result_retention_count: e.result_retention_count,
             timeline_capacity: e.timeline_capacity,
+            device_fault_threshold: e.device_fault_threshold,
+            prove_timeout: Duration::from_secs(e.prove_timeout_secs),
+            cpu_fallback: e.cpu_fallback,
         }
     }
 }

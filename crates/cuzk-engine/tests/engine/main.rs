@@ -4,5 +4,6 @@
 mod admission;
 mod critical_lane;
 mod device_backend;
+mod device_faults;
 mod engine_jobs;
 mod support;

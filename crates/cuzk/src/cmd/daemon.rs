@@ -115,6 +115,12 @@ fn filecoin_registry() -> KindRegistry {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.effective_config()?;
     if args.print_config {
+        let machine = cuzk_engine::sizing::Machine::detect();
+        println!(
+            "# synthesis_workers and the three memory budgets, unless set by the config file or a flag, are derived from this machine: {} cores, {:.1} GiB (see cuzk.example.toml)",
+            machine.cores,
+            machine.mem_total_bytes as f64 / (1u64 << 30) as f64
+        );
         print!("{}", cfg.to_toml());
         return Ok(());
     }
