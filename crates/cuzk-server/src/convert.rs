@@ -201,6 +201,11 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
                 workers: d.workers as u32,
                 busy_ms: ms(d.busy),
                 current_job_id: d.current_job_id.clone(),
+                fallback: d.fallback,
+                in_service: d.in_service,
+                out_of_service_reason: d.out_of_service_reason.clone(),
+                faults_total: d.faults_total,
+                last_fault: d.last_fault.clone(),
             })
             .collect(),
     }

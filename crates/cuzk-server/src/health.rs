@@ -25,19 +25,28 @@ pub struct Readiness {
     pub reason: String,
 }
 
-/// Readiness from a status snapshot: not ready while draining or stopping, or with no
-/// device to prove on.
+/// Readiness from a status snapshot: not ready while draining or stopping, or when no
+/// device other than the CPU fallback is in service (a daemon whose GPUs are all out of
+/// service still proves on the fallback, but far too slowly to take new work from a
+/// balancer).
 pub fn readiness(s: &EngineStatus) -> Readiness {
+    let regular: Vec<_> = s.devices.iter().filter(|d| !d.fallback).collect();
     let reason = if !s.accepting {
-        "draining: not accepting jobs"
-    } else if s.devices.is_empty() {
-        "no device to prove on"
+        "draining: not accepting jobs".to_string()
+    } else if regular.is_empty() {
+        "no device to prove on".to_string()
+    } else if !regular.iter().any(|d| d.in_service) {
+        let why: Vec<String> = regular
+            .iter()
+            .map(|d| format!("{} ({})", d.name, d.out_of_service_reason))
+            .collect();
+        format!("no device in service: {}", why.join(", "))
     } else {
-        ""
+        String::new()
     };
     Readiness {
         ready: reason.is_empty(),
-        reason: reason.to_string(),
+        reason,
     }
 }
 

@@ -47,7 +47,10 @@ async fn ready(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
 
 /// The status snapshot as JSON.
 pub fn status_json(s: &EngineStatus) -> Value {
+    let readiness = crate::health::readiness(s);
     json!({
+        "ready": readiness.ready,
+        "not_ready_reason": readiness.reason,
         "uptime_seconds": s.uptime.as_secs(),
         "accepting": s.accepting,
         "active_jobs": s.active_jobs,

@@ -74,17 +74,25 @@ pub fn render(s: &pb::GetStatusResponse) -> String {
     for d in &s.devices {
         let _ = writeln!(
             out,
-            "  {:<8} {:<16} workers {} busy {:.1} s {}",
+            "  {:<8} {:<16} workers {} busy {:.1} s faults {}{}{}",
             d.name,
             d.hardware,
             d.workers,
             d.busy_ms as f64 / 1000.0,
+            d.faults_total,
+            if d.fallback { " (fallback)" } else { "" },
             if d.current_job_id.is_empty() {
                 String::new()
             } else {
-                format!("on {}", d.current_job_id)
+                format!(" on {}", d.current_job_id)
             }
         );
+        if !d.in_service {
+            let _ = writeln!(out, "    OUT OF SERVICE: {}", d.out_of_service_reason);
+        }
+        if !d.last_fault.is_empty() {
+            let _ = writeln!(out, "    last fault: {}", d.last_fault);
+        }
     }
     let _ = writeln!(out, "partitions:");
     for p in &s.partitions {

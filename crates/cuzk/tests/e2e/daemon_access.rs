@@ -279,7 +279,7 @@ async fn one_stream_per_connection_queues_the_second_call() {
         c.engine.synthesis_workers = 1;
     });
     let (daemon, mut client) = start(cfg).await;
-    let job = submit(&mut client, synthetic("streams-1", 10, 16, 9)).await;
+    let job = submit(&mut client, synthetic("streams-1", 12, 64, 9)).await;
     // The await holds the connection's only stream for 1 s (the job takes longer).
     let mut holder = client.clone();
     let job_id = job.clone();

@@ -78,7 +78,7 @@ async fn health_and_ready_turn_off_when_draining() {
     assert_eq!(http_status(http, "/ready").await, (200, "ready\n".into()));
 
     // A job that outlives the checks below keeps the daemon draining.
-    let job = submit(&mut client, synthetic("health-1", 10, 16, 5)).await;
+    let job = submit(&mut client, synthetic("health-1", 12, 64, 5)).await;
     status_until(&mut client, Duration::from_secs(30), |s| s.active_jobs == 1).await;
     let shutdown = tokio::spawn(daemon.shutdown());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -139,6 +139,120 @@ async fn parameters_that_cannot_load_answer_unavailable() {
     assert_eq!(err.code(), tonic::Code::Unavailable, "{err}");
     daemon.shutdown().await.expect("shutdown");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stand-in GPU whose every call fails.
+struct FailingGpu;
+
+impl cuzk_groth16::Backend for FailingGpu {
+    fn name(&self) -> String {
+        "failing:0".into()
+    }
+
+    fn compute(
+        &self,
+        _asg: &cuzk_groth16::Assignment,
+        _srs: &cuzk_groth16::Srs,
+        _report: &mut cuzk_groth16::ProveReport,
+    ) -> Result<cuzk_groth16::MsmOutputs, cuzk_groth16::BackendError> {
+        Err(cuzk_groth16::BackendError::Device {
+            device: "gpu:0".into(),
+            stage: "msm_h".into(),
+            message: "injected failure".into(),
+        })
+    }
+}
+
+fn failing_gpu() -> cuzk_engine::DeviceSpec {
+    cuzk_engine::DeviceSpec {
+        name: "gpu:0".into(),
+        hardware: "failing stand-in".into(),
+        is_gpu: true,
+        ordinal: 0,
+        vram_total_bytes: 1 << 30,
+        backend: std::sync::Arc::new(FailingGpu),
+        workers: Some(1),
+    }
+}
+
+// See: #18 item 8.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_service_gpu_turns_health_off_and_its_jobs_unavailable() {
+    // With the CPU fallback: the job completes there, the GPU goes out of service, and the
+    // daemon stops asking balancers for work.
+    let cfg = config("faulty", |c| {
+        c.http_listen = "127.0.0.1:0".into();
+        c.engine.device_fault_threshold = 1;
+    });
+    let daemon = cuzk_server::Daemon::start(
+        &cfg,
+        cuzk_engine::KindRegistry::with_synthetic(),
+        vec![failing_gpu()],
+    )
+    .await
+    .expect("daemon starts");
+    let mut client = connect(daemon.grpc_addr()).await;
+    let mut health = health_client(daemon.grpc_addr()).await;
+    assert_eq!(check(&mut health, "").await, ServingStatus::Serving);
+    let job = submit(&mut client, synthetic("faulty-1", 5, 1, 1)).await;
+    assert_eq!(
+        status_of(&wait(&mut client, &job).await),
+        pb::await_proof_response::Status::Completed
+    );
+    let status = client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
+    let gpu = status
+        .devices
+        .iter()
+        .find(|d| d.name == "gpu:0")
+        .expect("gpu listed");
+    assert!(!gpu.in_service, "{gpu:?}");
+    assert!(
+        gpu.faults_total >= 1 && gpu.last_fault.contains("injected"),
+        "{gpu:?}"
+    );
+    assert!(!gpu.out_of_service_reason.is_empty());
+    assert!(status.devices.iter().any(|d| d.fallback && d.in_service));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while check(&mut health, "").await != ServingStatus::NotServing {
+        assert!(tokio::time::Instant::now() < deadline, "still serving");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let http = daemon.http_addr().expect("http");
+    let (code, body) = http_status(http, "/ready").await;
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body.contains("no device in service") && body.contains("gpu:0"),
+        "{body}"
+    );
+    daemon.shutdown().await.expect("shutdown");
+
+    // Without a fallback there is nowhere to prove: the job fails "no healthy device",
+    // which another daemon can fix, so the caller gets UNAVAILABLE.
+    let cfg = config("faulty-nofallback", |c| {
+        c.engine.device_fault_threshold = 1;
+        c.engine.cpu_fallback = false;
+    });
+    let daemon = cuzk_server::Daemon::start(
+        &cfg,
+        cuzk_engine::KindRegistry::with_synthetic(),
+        vec![failing_gpu()],
+    )
+    .await
+    .expect("daemon starts");
+    let mut client = connect(daemon.grpc_addr()).await;
+    let err = client
+        .prove(pb::ProveRequest {
+            submit: Some(synthetic("faulty-2", 5, 1, 2)),
+        })
+        .await
+        .expect_err("no healthy device");
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err}");
+    assert!(err.message().contains("no healthy device"), "{err}");
+    daemon.shutdown().await.expect("shutdown");
 }
 
 // See: #18 item 8.
