@@ -268,20 +268,18 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Re
     };
     let compute_event = event(&job, partition_idx, Stage::Compute, lane, dev_name);
     // The interval the device was held: the whole call, or the backend's own hold
-    // (which starts where its `token_wait` stage ends; the stages before it, such as
-    // its uploads, ran outside the token).
+    // (which starts where its token wait ends; what ran before, such as its uploads,
+    // ran outside the token).
     let (held_from, held_to) = match (&outcome, owns_token) {
         (CallOutcome::Proved(proved), true) => {
             let report = &proved.1;
-            let at = report.stages.iter().position(|s| s.name == "token_wait");
-            let before: Duration = report.stages[..at.unwrap_or(0)]
-                .iter()
-                .map(|s| s.wall)
-                .sum();
-            let wait = at.map_or(Duration::ZERO, |i| report.stages[i].wall);
-            let wait_from = (t_start + before).min(t_end);
-            let from = (wait_from + wait).min(t_end);
-            let to = report.token_held.map_or(t_end, |h| (from + h).min(t_end));
+            let token = report.token.unwrap_or_default();
+            let wait_from = (t_start + token.wait_start).min(t_end);
+            let from = (wait_from + token.wait).min(t_end);
+            let to = match report.token {
+                Some(t) => (from + t.held).min(t_end),
+                None => t_end,
+            };
             shared.metrics.stage(Stage::TokenWait, from - wait_from);
             shared.timeline.record(
                 event(&job, partition_idx, Stage::TokenWait, lane, dev_name),
@@ -299,7 +297,7 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Re
         let stages: Vec<(String, Duration)> = report
             .stages
             .iter()
-            .map(|s| (s.name.clone(), s.wall))
+            .map(|s| (s.stage.to_string(), s.wall))
             .collect();
         shared
             .timeline

@@ -27,7 +27,9 @@ pub mod synthetic;
 pub mod token;
 
 pub use assignment::{Assignment, Density};
-pub use backend::{Backend, BackendError, MsmOutputs, ProveReport, StageTime};
+pub use backend::{
+    Backend, BackendError, MsmOutputs, ProveReport, ProveStage, StageTime, TokenTimes,
+};
 pub use cpu::CpuBackend;
 pub use kind::{KindError, PartitionedProof, ProofRequest};
 pub use prover::{prove, prove_random, verify, ProveError};

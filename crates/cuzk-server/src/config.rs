@@ -35,6 +35,25 @@ pub struct DaemonConfig {
     pub gpu_ordinals: Vec<u32>,
     /// Engine settings.
     pub engine: EngineSection,
+    /// GPU backend tuning.
+    pub gpu: GpuSection,
+}
+
+/// The `[gpu]` table: the GPU backend's tuning knobs, which the binary hands to
+/// cuzk-gpu's `GpuTuning` (this crate does not depend on cuzk-gpu).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GpuSection {
+    /// Device bytes an H window table may take (0: none); unset: the built-in choice.
+    pub h_table_max_bytes: Option<u64>,
+    /// Witness sums on a second stream; unset: the built-in choice.
+    pub concurrent_sums: Option<bool>,
+    /// One MSM window width for every MSM (benchmarking only).
+    pub msm_window_bits: Option<u32>,
+    /// Per-phase device timing on stderr (diagnosis only).
+    pub profile: bool,
+    /// Extra NVRTC options for every kernel module.
+    pub nvrtc_options: Vec<String>,
 }
 
 /// The `[engine]` table.
@@ -99,6 +118,7 @@ impl Default for DaemonConfig {
             max_concurrent_streams: 256,
             gpu_ordinals: Vec::new(),
             engine: EngineSection::default(),
+            gpu: GpuSection::default(),
         }
     }
 }

@@ -15,7 +15,9 @@ use cuzk_engine::{
     AwaitOutcome, DeviceSpec, DeviceStatus, Engine, EngineConfig, JobOutcome, JobSpec, JobState,
     KindRegistry, ProofKindId, ProofRequest, Stage,
 };
-use cuzk_groth16::{Assignment, Backend, BackendError, CpuBackend, MsmOutputs, ProveReport, Srs};
+use cuzk_groth16::{
+    Assignment, Backend, BackendError, CpuBackend, MsmOutputs, ProveReport, ProveStage, Srs,
+};
 use parking_lot::Mutex;
 
 /// How the stand-in GPU misbehaves.
@@ -52,7 +54,7 @@ impl Backend for FaultyGpu {
         match self.mode {
             Mode::Fail => Err(BackendError::Device {
                 device: "gpu:0".into(),
-                stage: "msm_h".into(),
+                stage: ProveStage::MsmH,
                 message: "injected failure".into(),
             }),
             Mode::Hang => {

@@ -124,6 +124,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print!("{}", cfg.to_toml());
         return Ok(());
     }
+    // The [gpu] table, with the environment's overrides, before any GPU work reads it.
+    let tuning = cuzk_gpu::GpuTuning {
+        h_table_max_bytes: cfg.gpu.h_table_max_bytes,
+        concurrent_sums: cfg.gpu.concurrent_sums,
+        msm_window_bits: cfg.gpu.msm_window_bits,
+        profile: cfg.gpu.profile,
+        nvrtc_options: cfg.gpu.nvrtc_options.clone(),
+    };
+    if !tuning.with_env().install() {
+        tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("cuzk-rt")
