@@ -157,7 +157,7 @@ impl cuzk_groth16::Backend for FailingGpu {
     ) -> Result<cuzk_groth16::MsmOutputs, cuzk_groth16::BackendError> {
         Err(cuzk_groth16::BackendError::Device {
             device: "gpu:0".into(),
-            stage: "msm_h".into(),
+            stage: cuzk_groth16::ProveStage::MsmH,
             message: "injected failure".into(),
         })
     }
