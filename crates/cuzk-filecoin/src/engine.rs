@@ -18,10 +18,22 @@ pub const KINDS: [(ProofKindId, FilecoinKind); 4] = [
     (ProofKindId::WinningPost, FilecoinKind::WinningPoSt),
 ];
 
-/// Registers PoRep C2, SnapDeals, WindowPoSt and WinningPoSt with their parameter files.
+/// Registers PoRep C2, SnapDeals, WindowPoSt and WinningPoSt with their parameter files,
+/// other files they need (a non-interactive PoRep's SnarkPack key) looked up in
+/// [`crate::default_param_dir`].
 pub fn register(registry: &mut KindRegistry) {
+    register_in(registry, crate::default_param_dir());
+}
+
+/// [`register`] with the engine's parameter directory, where the parsers look for files
+/// beyond the circuits' parameters (the SnarkPack key of non-interactive PoRep).
+pub fn register_in(registry: &mut KindRegistry, param_dir: PathBuf) {
+    let param_dir = Arc::new(param_dir);
     for (id, kind) in KINDS {
-        registry.register(id, move |req| crate::parse(kind, req).map(Arc::from));
+        let dir = param_dir.clone();
+        registry.register(id, move |req| {
+            crate::parse_in(kind, req, &dir).map(Arc::from)
+        });
     }
     registry.add_params(Arc::new(FilecoinParams));
 }

@@ -5,11 +5,13 @@
 //! Entry point: [`parse`] turns a kind-neutral [`ProofRequest`] into a
 //! `Box<dyn PartitionedProof>` for one of the four [`FilecoinKind`]s, choosing the sector
 //! shape from `registered_proof` (every size the ABI defines: 2 KiB, 8 MiB, 512 MiB,
-//! 32 GiB, 64 GiB). Each kind lives in its own module (`porep.rs`, `post.rs`, `snap.rs`);
+//! 32 GiB, 64 GiB; for PoRep every seal proof: interactive, synthetic and
+//! non-interactive). Each kind lives in its own module (`porep.rs`, `post.rs`, `snap.rs`);
 //! `partition.rs` holds what they share (synthesis into cuzk's [`Assignment`], proof
-//! layout and the batch verification that filecoin-proofs' verifiers run); `params.rs`
-//! maps circuit ids to the standard `v28-*` parameter files; `testgen/` makes test-only
-//! parameters and sealed test sectors.
+//! layout and the batch verification that filecoin-proofs' verifiers run); `snarkpack.rs`
+//! aggregates a non-interactive PoRep's partition proofs; `params.rs` maps circuit ids to
+//! the standard `v28-*` parameter files; `testgen/` makes test-only parameters and sealed
+//! test sectors.
 //!
 //! [`Assignment`]: cuzk_groth16::Assignment
 #![forbid(unsafe_code)]
@@ -37,15 +39,19 @@ pub mod porep;
 pub mod post;
 pub mod registry;
 pub mod snap;
+pub mod snarkpack;
 pub mod testgen;
 
 pub use params::{circuit_params_path, default_param_dir, params_file_name, vk_file_name};
-pub use registry::{circuit_id, parse_circuit_id, FilecoinKind, Registered, SectorSize};
+pub use registry::{
+    circuit_id, parse_circuit_id, FilecoinKind, PoRepVariant, Registered, SectorSize,
+};
 
 use cuzk_groth16::{KindError, PartitionedProof, ProofRequest};
 
 /// Parses and validates a request of `kind`, returning the proof ready to be proved
-/// partition by partition.
+/// partition by partition; files beyond the circuit's parameters (a non-interactive
+/// PoRep's SnarkPack key) are looked up in [`default_param_dir`].
 ///
 /// # Errors
 /// [`KindError::InvalidField`] naming the first bad field (`registered_proof`,
@@ -54,8 +60,21 @@ pub fn parse(
     kind: FilecoinKind,
     req: &ProofRequest,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
+    parse_in(kind, req, &default_param_dir())
+}
+
+/// [`parse`] with the parameter directory given: where a non-interactive PoRep's
+/// SnarkPack key (`v28-fil-inner-product-v1.srs`) must be.
+///
+/// # Errors
+/// As [`parse`]; [`KindError::Other`] when that key is missing.
+pub fn parse_in(
+    kind: FilecoinKind,
+    req: &ProofRequest,
+    param_dir: &std::path::Path,
+) -> Result<Box<dyn PartitionedProof>, KindError> {
     match kind {
-        FilecoinKind::PoRep => porep::parse(req),
+        FilecoinKind::PoRep => porep::parse(req, param_dir),
         FilecoinKind::WindowPoSt | FilecoinKind::WinningPoSt => post::parse(kind, req),
         FilecoinKind::SnapDeals => snap::parse(req),
     }

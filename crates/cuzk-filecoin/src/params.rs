@@ -209,6 +209,23 @@ mod tests {
         }
     }
 
+    /// Synthetic and non-interactive PoRep prove with the interactive PoRep's files (the
+    /// challenges per partition, which name the circuit, are the same). See: #18.
+    #[test]
+    fn every_porep_variant_uses_the_interactive_parameter_file() {
+        for size in SectorSize::ALL {
+            let interactive = cache_identifier(FilecoinKind::PoRep, size).expect("id");
+            for variant in crate::PoRepVariant::ALL {
+                let reg = Registered::from_abi(FilecoinKind::PoRep, variant.abi(size));
+                let Ok(Registered::Seal(p)) = reg else {
+                    panic!("{variant} {size}: {reg:?}");
+                };
+                let id = with_tree!(size, porep_identifier, &p.as_v1_config()).expect("id");
+                assert_eq!(id, interactive, "{variant} at {size}");
+            }
+        }
+    }
+
     #[test]
     fn circuit_params_path_joins_the_dir() {
         let p = circuit_params_path(Path::new("/p"), "wpost-32g").expect("known id");

@@ -4,6 +4,12 @@
 //! output of one sector whose partition k circuit is `StackedCompound::circuit(.., Some(k))`
 //! and whose public inputs are `StackedCompound::generate_public_inputs(.., Some(k))`, as
 //! filecoin-proofs' `seal_commit_phase2` and `verify_seal` build them.
+//!
+//! All three [`PoRepVariant`]s go through here: the registered proof's `PoRepConfig`
+//! picks the partition count and how the public inputs derive each partition's
+//! challenges (from the seed, from the seed among synthetic challenges, or from comm_r
+//! alone). A non-interactive PoRep's partition proofs are then aggregated with SnarkPack
+//! (`snarkpack.rs`) into the one proof `verify_seal` accepts for it.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +27,8 @@ use storage_proofs_porep::stacked::{
 };
 
 use crate::partition::{self, check_sector_size};
-use crate::registry::{circuit_id, FilecoinKind, Registered, SectorSize};
+use crate::registry::{circuit_id, FilecoinKind, PoRepVariant, Registered, SectorSize};
+use crate::snarkpack;
 
 /// The vanilla proofs of one partition (one per challenge).
 type PartitionVanilla<Tree> = Vec<filecoin_proofs::VanillaSealProof<Tree>>;
@@ -44,6 +51,10 @@ struct C1Wrapper {
 /// A PoRep C2 request for a sector of shape `Tree`, ready to prove.
 pub struct PoRepC2<Tree: 'static + MerkleTreeTrait> {
     size: SectorSize,
+    comm_r: [u8; 32],
+    /// Non-interactive PoRep only: the SnarkPack key file the partition proofs are
+    /// aggregated with.
+    aggregation_key: Option<PathBuf>,
     params_file: String,
     vanilla_params: stacked::PublicParams<Tree>,
     pub_inputs: PubInputs<Tree>,
@@ -53,6 +64,7 @@ pub struct PoRepC2<Tree: 'static + MerkleTreeTrait> {
 /// What the C1 output says besides the vanilla proofs.
 struct C1Meta {
     registered: RegisteredSealProof,
+    aggregation_key: Option<PathBuf>,
     sector_num: u64,
     miner_id: u64,
     comm_r: [u8; 32],
@@ -62,12 +74,14 @@ struct C1Meta {
     replica_id: filecoin_proofs::DefaultTreeDomain,
 }
 
-/// Parses a PoRep C2 request.
+/// Parses a PoRep C2 request of any [`PoRepVariant`]; a non-interactive one's SnarkPack
+/// key is looked up in `param_dir` (`v28-fil-inner-product-v1.srs`).
 ///
 /// # Errors
 /// [`KindError::InvalidField`] naming `registered_proof`, `sector_size`, `sector_number`,
-/// `miner_id`, `vanilla_proof` (the wrapper) or `vanilla_proof.Phase1Out` (the C1 output).
-pub fn parse(req: &ProofRequest) -> Result<Box<dyn PartitionedProof>, KindError> {
+/// `miner_id`, `vanilla_proof` (the wrapper) or `vanilla_proof.Phase1Out` (the C1 output);
+/// [`KindError::Other`] when a non-interactive PoRep's SnarkPack key is not in `param_dir`.
+pub fn parse(req: &ProofRequest, param_dir: &Path) -> Result<Box<dyn PartitionedProof>, KindError> {
     let Registered::Seal(registered) =
         Registered::from_abi(FilecoinKind::PoRep, req.registered_proof)?
     else {
@@ -138,8 +152,26 @@ pub fn parse(req: &ProofRequest) -> Result<Box<dyn PartitionedProof>, KindError>
             ),
         ));
     }
+    // Refuse before checking the vanilla proofs (seconds at 32 GiB) and any proving:
+    // without the key every partition would be proved for nothing.
+    let aggregation_key = match PoRepVariant::of(registered) {
+        PoRepVariant::NonInteractive => {
+            let path = snarkpack::srs_path(param_dir);
+            if !path.is_file() {
+                return Err(KindError::Other(format!(
+                    "non-interactive PoRep ({registered:?}) aggregates its partition proofs \
+                     with the SnarkPack key {}, which is not there (it comes with the \
+                     Filecoin parameters; `cuzk gen params --kind porep` writes a test one)",
+                    path.display()
+                )));
+            }
+            Some(path)
+        }
+        PoRepVariant::Interactive | PoRepVariant::Synthetic => None,
+    };
     let meta = C1Meta {
         registered,
+        aggregation_key,
         sector_num: wrapper.sector_num,
         miner_id: req.miner_id,
         comm_r: phase1.comm_r,
@@ -280,6 +312,8 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepC2<Tree> {
         let params_file = crate::params_file_name(FilecoinKind::PoRep, size)?;
         Ok(PoRepC2 {
             size,
+            comm_r: meta.comm_r,
+            aggregation_key: meta.aggregation_key,
             params_file,
             vanilla_params,
             pub_inputs,
@@ -349,6 +383,12 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for PoRepC2<Tree> {
         let inputs = (0..self.num_partitions())
             .map(|k| self.public_inputs(k))
             .collect::<Result<Vec<_>, _>>()?;
-        partition::assemble_and_verify(proofs, &inputs, vk)
+        // Every partition is checked on its own first, also before aggregating: a bad
+        // partition fails here with the plain batch verifier's message.
+        let bytes = partition::assemble_and_verify(proofs, &inputs, vk)?;
+        match &self.aggregation_key {
+            None => Ok(bytes),
+            Some(srs) => snarkpack::aggregate_and_verify(srs, proofs, &inputs, vk, &self.comm_r),
+        }
     }
 }

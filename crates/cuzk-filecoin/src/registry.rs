@@ -10,7 +10,7 @@
 
 use cuzk_groth16::KindError;
 use filecoin_proofs_api::{
-    ApiVersion, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
+    ApiFeature, ApiVersion, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
 };
 
 /// The four Filecoin proof kinds cuzk proves. Discriminants are the wire's `ProofKind`.
@@ -179,9 +179,8 @@ impl Registered {
     /// Resolves the actor-ABI number `abi` for `kind`.
     ///
     /// # Errors
-    /// [`KindError::InvalidField`] on `registered_proof` when the number is unknown, belongs
-    /// to another kind, or names a proof cuzk does not produce (non-interactive PoRep, whose
-    /// proofs are SnarkPack aggregates).
+    /// [`KindError::InvalidField`] on `registered_proof` when the number is unknown to the
+    /// actor ABI for `kind`, naming the numbers that kind accepts.
     pub fn from_abi(kind: FilecoinKind, abi: u64) -> Result<Registered, KindError> {
         use RegisteredPoStProof as P;
         use RegisteredSealProof as S;
@@ -212,15 +211,18 @@ impl Registered {
                     S::StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
                     S::StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
                     S::StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+                    S::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+                    S::StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+                    S::StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+                    S::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+                    S::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
                 ];
-                if (15..20).contains(&abi) {
-                    return Err(bad(format!(
-                        "{abi} is a non-interactive PoRep (SnarkPack aggregate), not supported"
-                    )));
-                }
-                pick(&table, idx)
-                    .map(Registered::Seal)
-                    .ok_or_else(|| bad(format!("{abi} is not a RegisteredSealProof (0..=14)")))
+                pick(&table, idx).map(Registered::Seal).ok_or_else(|| {
+                    bad(format!(
+                        "{abi} is not a RegisteredSealProof: expected 0..=4 (V1), 5..=9 (V1_1), \
+                         10..=14 (V1_1 synthetic) or 15..=19 (V1_2 non-interactive)"
+                    ))
+                })
             }
             FilecoinKind::WinningPoSt => {
                 let table = [
@@ -232,7 +234,7 @@ impl Registered {
                 ];
                 pick(&table, idx).map(Registered::PoSt).ok_or_else(|| {
                     bad(format!(
-                        "{abi} is not a WinningPoSt RegisteredPoStProof (0..=4)"
+                        "{abi} is not a WinningPoSt RegisteredPoStProof: expected 0..=4"
                     ))
                 })
             }
@@ -255,7 +257,8 @@ impl Registered {
                     .map(Registered::PoSt)
                     .ok_or_else(|| {
                         bad(format!(
-                            "{abi} is not a WindowPoSt RegisteredPoStProof (5..=14)"
+                            "{abi} is not a WindowPoSt RegisteredPoStProof: expected 5..=9 (V1) \
+                             or 10..=14 (V1_1)"
                         ))
                     })
             }
@@ -267,9 +270,11 @@ impl Registered {
                     U::StackedDrg32GiBV1,
                     U::StackedDrg64GiBV1,
                 ];
-                pick(&table, idx)
-                    .map(Registered::Update)
-                    .ok_or_else(|| bad(format!("{abi} is not a RegisteredUpdateProof (0..=4)")))
+                pick(&table, idx).map(Registered::Update).ok_or_else(|| {
+                    bad(format!(
+                        "{abi} is not a RegisteredUpdateProof: expected 0..=4"
+                    ))
+                })
             }
         }
     }
@@ -304,6 +309,82 @@ impl Registered {
             Registered::PoSt(p) => p.version(),
             Registered::Update(p) => p.version(),
         }
+    }
+}
+
+/// How a sector's PoRep challenges are drawn. Each variant has its own registered seal
+/// proofs, but at one sector size all three prove the same circuit with the same `v28-*`
+/// parameter file: the challenges per partition are equal (2 at test sizes, 18 at
+/// 32/64 GiB); only the number of partitions and the challenge derivation differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PoRepVariant {
+    /// Interactive PoRep (V1, V1_1): challenges drawn from the chain's seed; 1 partition at
+    /// test sizes, 10 at 32/64 GiB.
+    Interactive,
+    /// Synthetic PoRep (V1_1 `Feat_SyntheticPoRep`, ABI 10..=14): vanilla proofs of 2^18
+    /// synthetic challenges are made once after precommit, and the seed selects the
+    /// interactive number of them at commit; partitions as interactive.
+    Synthetic,
+    /// Non-interactive PoRep (FIP-0090, V1_2 `Feat_NonInteractivePoRep`, ABI 15..=19):
+    /// challenges derived from comm_r and the replica id alone, 13 partitions at test
+    /// sizes and 126 at 32/64 GiB (12.6x the interactive work), whose proofs are
+    /// aggregated with SnarkPack into the one proof the chain verifies.
+    NonInteractive,
+}
+
+impl PoRepVariant {
+    /// All variants.
+    pub const ALL: [PoRepVariant; 3] = [
+        PoRepVariant::Interactive,
+        PoRepVariant::Synthetic,
+        PoRepVariant::NonInteractive,
+    ];
+
+    /// The variant of a registered seal proof.
+    pub fn of(proof: RegisteredSealProof) -> PoRepVariant {
+        if proof.feature_enabled(ApiFeature::NonInteractivePoRep) {
+            PoRepVariant::NonInteractive
+        } else if proof.feature_enabled(ApiFeature::SyntheticPoRep) {
+            PoRepVariant::Synthetic
+        } else {
+            PoRepVariant::Interactive
+        }
+    }
+
+    /// The actor-ABI number of this variant's newest seal proof at `size`: V1_1 (5..=9),
+    /// V1_1 synthetic (10..=14) or V1_2 non-interactive (15..=19).
+    pub fn abi(self, size: SectorSize) -> u64 {
+        let base = match self {
+            PoRepVariant::Interactive => 5,
+            PoRepVariant::Synthetic => 10,
+            PoRepVariant::NonInteractive => 15,
+        };
+        base + SectorSize::ALL.iter().position(|s| *s == size).unwrap_or(0) as u64
+    }
+
+    /// Parses a command-line name: `interactive`, `synthetic`, `non-interactive` (or `ni`).
+    ///
+    /// # Errors
+    /// A message listing the accepted names.
+    pub fn from_cli_name(name: &str) -> Result<PoRepVariant, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "interactive" => Ok(PoRepVariant::Interactive),
+            "synthetic" | "synth" => Ok(PoRepVariant::Synthetic),
+            "non-interactive" | "noninteractive" | "ni" => Ok(PoRepVariant::NonInteractive),
+            other => Err(format!(
+                "unknown PoRep variant {other:?}: expected interactive, synthetic or non-interactive"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for PoRepVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PoRepVariant::Interactive => "interactive",
+            PoRepVariant::Synthetic => "synthetic",
+            PoRepVariant::NonInteractive => "non-interactive",
+        })
     }
 }
 
@@ -364,18 +445,58 @@ mod tests {
     #[test]
     fn bad_abi_numbers_name_registered_proof() {
         for (kind, abi) in [
-            (FilecoinKind::PoRep, 17),
             (FilecoinKind::PoRep, 20),
+            (FilecoinKind::PoRep, u64::MAX),
             (FilecoinKind::WindowPoSt, 4),
             (FilecoinKind::WindowPoSt, 15),
             (FilecoinKind::WinningPoSt, 5),
             (FilecoinKind::SnapDeals, u64::MAX),
         ] {
             match Registered::from_abi(kind, abi) {
-                Err(KindError::InvalidField { field, .. }) => assert_eq!(field, "registered_proof"),
+                Err(KindError::InvalidField { field, reason }) => {
+                    assert_eq!(field, "registered_proof");
+                    assert!(reason.contains("expected"), "{kind} {abi}: {reason}");
+                }
                 other => panic!("{kind} {abi}: expected InvalidField, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn every_seal_variant_resolves_at_every_size() {
+        for size in SectorSize::ALL {
+            for variant in PoRepVariant::ALL {
+                let abi = variant.abi(size);
+                match Registered::from_abi(FilecoinKind::PoRep, abi) {
+                    Ok(reg @ Registered::Seal(p)) => {
+                        assert_eq!(reg.sector_size(), size, "{variant} {abi}");
+                        assert_eq!(PoRepVariant::of(p), variant, "{abi}");
+                    }
+                    other => panic!("{variant} at {size}: {abi} gave {other:?}"),
+                }
+            }
+        }
+        assert_eq!(
+            Registered::from_abi(FilecoinKind::PoRep, 18).ok(),
+            Some(Registered::Seal(
+                RegisteredSealProof::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep
+            ))
+        );
+        assert_eq!(
+            Registered::from_abi(FilecoinKind::PoRep, 10).ok(),
+            Some(Registered::Seal(
+                RegisteredSealProof::StackedDrg2KiBV1_1_Feat_SyntheticPoRep
+            ))
+        );
+        assert_eq!(
+            PoRepVariant::of(RegisteredSealProof::StackedDrg2KiBV1),
+            PoRepVariant::Interactive
+        );
+        assert_eq!(
+            PoRepVariant::from_cli_name("NI"),
+            Ok(PoRepVariant::NonInteractive)
+        );
+        assert!(PoRepVariant::from_cli_name("aggregate").is_err());
     }
 
     #[test]

@@ -113,6 +113,66 @@ pub enum SrsError {
         /// How many.
         extra: u64,
     },
+    /// The `.vk` file beside the parameters holds another verifying key than the
+    /// parameters' own: one of the two files is not what it claims to be (a damaged or
+    /// substituted file, or parameters of another circuit), and proofs made with these
+    /// parameters would not verify against that key.
+    #[error(
+        "{params}: its verifying key differs from the one in {vk} beside it; \
+         the two files do not belong together (fetch both again)"
+    )]
+    VkMismatch {
+        /// The parameters file.
+        params: PathBuf,
+        /// The verifying key file beside it.
+        vk: PathBuf,
+    },
+    /// The `.vk` file beside the parameters cannot be read as a verifying key.
+    #[error("{vk} (beside {params}): not a verifying key: {reason}")]
+    BadVk {
+        /// The parameters file.
+        params: PathBuf,
+        /// The verifying key file beside it.
+        vk: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The largest `.vk` file read: a verifying key holds one G1 point per public input, and
+/// the largest Filecoin circuit (WindowPoSt 32 GiB, 25,840 inputs) needs 2.5 MB.
+const MAX_VK_FILE_BYTES: u64 = 64 << 20;
+
+/// The verifying key in the `.vk` file beside `params` and that file's path, `None` when
+/// there is no such file.
+fn read_vk_beside(params: &Path) -> Result<Option<(VerifyingKey, PathBuf)>, SrsError> {
+    let Some(vk_path) = Srs::vk_path_beside(params).filter(|p| p.is_file()) else {
+        return Ok(None);
+    };
+    let bad = |reason: String| SrsError::BadVk {
+        params: params.to_path_buf(),
+        vk: vk_path.clone(),
+        reason,
+    };
+    let io_err = |source| SrsError::Io {
+        path: vk_path.clone(),
+        source,
+    };
+    let len = std::fs::metadata(&vk_path).map_err(io_err)?.len();
+    if len > MAX_VK_FILE_BYTES {
+        return Err(bad(format!(
+            "{len} bytes, more than any verifying key ({MAX_VK_FILE_BYTES})"
+        )));
+    }
+    let bytes = std::fs::read(&vk_path).map_err(io_err)?;
+    let mut cursor = std::io::Cursor::new(&bytes[..]);
+    // bellperson's reader checks every point is on the curve and in the subgroup.
+    let vk = VerifyingKey::read(&mut cursor).map_err(|e| bad(e.to_string()))?;
+    let extra = bytes.len() as u64 - cursor.position();
+    if extra != 0 {
+        return Err(bad(format!("{extra} trailing bytes after the key")));
+    }
+    Ok(Some((vk, vk_path)))
 }
 
 impl Srs {
@@ -124,7 +184,13 @@ impl Srs {
     /// [`SrsError::Io`], [`SrsError::Truncated`], [`SrsError::BadLength`],
     /// [`SrsError::BadPoint`] (bad encoding, point at infinity, off the curve, or, for the
     /// verifying key and with [`SrsOptions::check_points`], outside the subgroup) or
-    /// [`SrsError::TrailingBytes`].
+    /// [`SrsError::TrailingBytes`]; [`SrsError::VkMismatch`] or [`SrsError::BadVk`] when a
+    /// `.vk` file beside it (see [`Srs::vk_path_beside`]) holds another key or none.
+    ///
+    /// When that `.vk` file exists, the loaded [`Srs::vk`] is the one read from it (after
+    /// checking it equals the parameters' own), so that every self-check of a proof made
+    /// with these parameters is against the published key, not the one that came with
+    /// the parameters.
     pub fn load(path: &Path, opts: SrsOptions) -> Result<Srs, SrsError> {
         let io_err = |source| SrsError::Io {
             path: path.to_path_buf(),
@@ -140,6 +206,17 @@ impl Srs {
         };
 
         let vk = reader.read_vk(&layout)?;
+        // Before the large sections: a mismatch fails in milliseconds, not after the read.
+        let vk = match read_vk_beside(path)? {
+            Some((file_vk, _)) if file_vk == vk => file_vk,
+            Some((_, vk_path)) => {
+                return Err(SrsError::VkMismatch {
+                    params: path.to_path_buf(),
+                    vk: vk_path,
+                })
+            }
+            None => vk,
+        };
         let h = reader.read_g1(&layout.h)?;
         let l = reader.read_g1(&layout.l)?;
         let a = reader.read_g1(&layout.a)?;
@@ -162,6 +239,13 @@ impl Srs {
             b_g1,
             b_g2,
         })
+    }
+
+    /// The verifying key file that belongs beside the parameters file `params`: the same
+    /// name with the extension `.vk` (`v28-….params` → `v28-….vk`, filecoin-proofs'
+    /// naming). `None` when `params` has no `.params` extension.
+    pub fn vk_path_beside(params: &Path) -> Option<PathBuf> {
+        (params.extension()? == "params").then(|| params.with_extension("vk"))
     }
 
     /// Copies bellperson's in-memory parameters (for tests and tools that already hold a

@@ -7,7 +7,9 @@
 mod sector;
 mod verify;
 
-pub use sector::{gen_sector, hex32, load_sector, SectorManifest, TestSector, C1_FILE, MANIFEST};
+pub use sector::{
+    gen_sector, gen_sector_with, hex32, load_sector, SectorManifest, TestSector, C1_FILE, MANIFEST,
+};
 pub use verify::verify_with_filecoin_proofs;
 
 use std::path::{Path, PathBuf};
@@ -69,7 +71,8 @@ impl TestgenError {
 
 /// Writes **test-only** Groth16 parameters (`.params` and `.vk`, standard `v28-*` names)
 /// for `kind` at `size` into `dir`, unless the `.params` file is already there; returns
-/// its path. The randomness comes from the OS; nobody keeps the toxic waste, but these
+/// its path. For PoRep also the test SnarkPack key that non-interactive PoRep aggregates
+/// with ([`gen_aggregation_key`]). The randomness comes from the OS; nobody keeps the toxic waste, but these
 /// files are still not the production ones and must not be used on a network.
 ///
 /// # Errors
@@ -100,6 +103,9 @@ pub fn gen_params_with(
 ) -> Result<PathBuf, TestgenError> {
     let params = dir.join(crate::params_file_name(kind, size)?);
     let vk = dir.join(crate::vk_file_name(kind, size)?);
+    if kind == FilecoinKind::PoRep {
+        gen_aggregation_key(dir)?;
+    }
     if params.is_file() && vk.is_file() {
         return Ok(params);
     }
@@ -118,6 +124,28 @@ pub fn gen_params_with(
         Registered::Update(_) => with_tree!(size, gen_update, size, &target),
     }?;
     Ok(params)
+}
+
+/// Proofs the test SnarkPack key can aggregate: 128, the power of two above the 126
+/// partitions of a 32/64 GiB non-interactive PoRep.
+const TEST_AGGREGATION_PROOFS: usize = 128;
+
+/// Writes a **test-only** SnarkPack inner-product key under its standard name
+/// (`v28-fil-inner-product-v1.srs`) into `dir`, unless one is there; returns its path.
+/// Made from a random trapdoor that is discarded, able to aggregate up to 128 proofs; the
+/// production key comes from a ceremony and must be used on a network.
+///
+/// # Errors
+/// [`TestgenError::Io`] naming the file.
+pub fn gen_aggregation_key(dir: &Path) -> Result<PathBuf, TestgenError> {
+    let path = crate::snarkpack::srs_path(dir);
+    if path.is_file() {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| TestgenError::io(dir, e))?;
+    crate::snarkpack::write_test_srs(&path, TEST_AGGREGATION_PROOFS)
+        .map_err(|e| TestgenError::io(&path, e))?;
+    Ok(path)
 }
 
 /// Where one generation writes.

@@ -1,7 +1,8 @@
 //! Test sectors: seal a small sector with filecoin-proofs (a committed-capacity sector of
-//! zeros, as Lotus seals CC sectors), then write the request payloads a client would send
-//! for each kind, plus a manifest with the public values a verifier needs. Owns
-//! [`SectorManifest`], [`gen_sector`] and [`load_sector`].
+//! zeros, as Lotus seals CC sectors) with the seal proof of any [`PoRepVariant`], then
+//! write the request payloads a client would send for each kind, plus a manifest with the
+//! public values a verifier needs. Owns [`SectorManifest`], [`gen_sector`] and
+//! [`load_sector`].
 //!
 //! Files written under the output folder (the names are fixed; `cuzk gen sector --help`
 //! lists them):
@@ -28,7 +29,7 @@ use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
 use super::TestgenError;
-use crate::registry::{FilecoinKind, Registered, SectorSize};
+use crate::registry::{FilecoinKind, PoRepVariant, Registered, SectorSize};
 
 /// Manifest file name inside a test-sector folder.
 pub const MANIFEST: &str = "sector.json";
@@ -44,7 +45,8 @@ pub struct SectorManifest {
     pub sector_number: u64,
     /// Miner (actor) id; the prover id is its LEB128 encoding.
     pub miner_id: u64,
-    /// ABI number of the seal proof (V1_1).
+    /// ABI number of the seal proof: V1_1 (5..=9), V1_1 synthetic (10..=14) or V1_2
+    /// non-interactive (15..=19).
     pub porep_registered_proof: u64,
     /// ABI number of the WinningPoSt proof.
     pub winning_registered_proof: u64,
@@ -83,12 +85,30 @@ pub struct TestSector {
     pub manifest: SectorManifest,
 }
 
-/// Seals a `size` sector under `out` and writes the payloads of all four kinds. `seed`
-/// makes the ticket, PoRep seed, randomness and update data reproducible.
+/// Seals a `size` sector with interactive PoRep under `out` and writes the payloads of
+/// all four kinds; see [`gen_sector_with`].
 ///
 /// # Errors
 /// [`TestgenError`] naming the filecoin-proofs step or the file that failed.
 pub fn gen_sector(size: SectorSize, out: &Path, seed: u64) -> Result<SectorManifest, TestgenError> {
+    gen_sector_with(size, PoRepVariant::Interactive, out, seed)
+}
+
+/// Seals a `size` sector with the newest seal proof of `variant` under `out` and writes
+/// the payloads of all four kinds (the PoSt and SnapDeals payloads do not depend on how
+/// the sector was sealed). `seed` makes the ticket, PoRep seed, randomness and update
+/// data reproducible. A synthetic sector gets its synthetic vanilla proofs made after
+/// precommit, as Curio does, and C1 selects from them; a non-interactive one ignores the
+/// PoRep seed (its challenges come from comm_r), which is still written.
+///
+/// # Errors
+/// [`TestgenError`] naming the filecoin-proofs step or the file that failed.
+pub fn gen_sector_with(
+    size: SectorSize,
+    variant: PoRepVariant,
+    out: &Path,
+    seed: u64,
+) -> Result<SectorManifest, TestgenError> {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut rand32 = || {
         let mut b = [0u8; 32];
@@ -100,7 +120,10 @@ pub fn gen_sector(size: SectorSize, out: &Path, seed: u64) -> Result<SectorManif
     let (sector_number, miner_id) = (1u64, 1000u64);
     let prover_id = crate::prover_id(miner_id);
     let sector_id = SectorId::from(sector_number);
-    let abi = |kind| Registered::default_abi(kind, size);
+    let abi = |kind| match kind {
+        FilecoinKind::PoRep => variant.abi(size),
+        _ => Registered::default_abi(kind, size),
+    };
     let seal_proof = seal_proof(abi(FilecoinKind::PoRep))?;
     let winning_proof = post_proof(FilecoinKind::WinningPoSt, abi(FilecoinKind::WinningPoSt))?;
     let window_proof = post_proof(FilecoinKind::WindowPoSt, abi(FilecoinKind::WindowPoSt))?;
@@ -135,6 +158,18 @@ pub fn gen_sector(size: SectorSize, out: &Path, seed: u64) -> Result<SectorManif
     let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed)
         .map_err(step("seal_pre_commit_phase2"))?;
     let (comm_r, comm_d) = (pc2.comm_r, pc2.comm_d);
+    if variant == PoRepVariant::Synthetic {
+        seal::generate_synth_proofs(
+            &cache,
+            &sealed,
+            prover_id,
+            sector_id,
+            ticket,
+            pc2.clone(),
+            &pieces,
+        )
+        .map_err(step("generate_synth_proofs"))?;
+    }
     let c1 = seal::seal_commit_phase1(
         &cache, &sealed, prover_id, sector_id, ticket, porep_seed, pc2, &pieces,
     )

@@ -9,10 +9,12 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use cuzk_filecoin::testgen::{self, TestSector};
-use cuzk_filecoin::{FilecoinKind, SectorSize};
+use cuzk_filecoin::{FilecoinKind, PoRepVariant, SectorSize};
 use std::time::Duration;
 
-use cuzk_engine::{AwaitOutcome, Engine, EngineConfig, JobSpec, JobState, KindRegistry};
+use cuzk_engine::{
+    AwaitOutcome, Engine, EngineConfig, JobOutcome, JobSpec, JobState, KindRegistry,
+};
 use cuzk_groth16::ProofRequest;
 
 /// The cache root; also points filecoin-proofs' parameter and parent caches into it.
@@ -40,20 +42,30 @@ pub fn param_dir() -> PathBuf {
     cache_dir().join("filecoin-params")
 }
 
-/// A sealed 2 KiB test sector with the payloads of all kinds, made once.
+/// A sealed 2 KiB test sector (interactive PoRep) with the payloads of all kinds, made once.
 pub fn sector_2k() -> TestSector {
+    sector_2k_of(PoRepVariant::Interactive)
+}
+
+/// A 2 KiB test sector sealed with `variant`'s seal proof, made once per variant.
+pub fn sector_2k_of(variant: PoRepVariant) -> TestSector {
     static LOCK: Mutex<()> = Mutex::new(());
     let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = cache_dir().join("sector-2k");
+    let name = match variant {
+        PoRepVariant::Interactive => "sector-2k".to_string(),
+        other => format!("sector-2k-{other}"),
+    };
+    let dir = cache_dir().join(&name);
     if let Ok(s) = testgen::load_sector(&dir) {
         return s;
     }
-    let tmp = cache_dir().join(format!("sector-2k.partial-{}", std::process::id()));
+    let tmp = cache_dir().join(format!("{name}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let t = Instant::now();
-    testgen::gen_sector(SectorSize::S2KiB, &tmp, 7).expect("seal a 2 KiB test sector");
+    testgen::gen_sector_with(SectorSize::S2KiB, variant, &tmp, 7)
+        .expect("seal a 2 KiB test sector");
     eprintln!(
-        "sealed a 2 KiB test sector in {:.1} s",
+        "sealed a 2 KiB {variant} test sector in {:.1} s",
         t.elapsed().as_secs_f64()
     );
     // Another process may have won the race; its sector is as good as ours.
@@ -79,10 +91,15 @@ pub fn params_2k(kind: FilecoinKind) -> PathBuf {
 
 /// A CPU-backend engine serving the Filecoin kinds from the test parameter folder.
 pub fn engine() -> Engine {
+    engine_in(param_dir())
+}
+
+/// A CPU-backend engine serving the Filecoin kinds from `param_dir`.
+pub fn engine_in(param_dir: PathBuf) -> Engine {
     let mut registry = KindRegistry::new();
-    cuzk_filecoin::engine::register(&mut registry);
+    cuzk_filecoin::engine::register_in(&mut registry, param_dir.clone());
     let cfg = EngineConfig {
-        param_dir: param_dir(),
+        param_dir,
         synthesis_workers: 1,
         cpu_workers: 1,
         ..EngineConfig::default()
@@ -94,7 +111,19 @@ pub fn engine() -> Engine {
 /// engine synthesizes each partition, proves it, assembles the proof bytes and verifies
 /// them through the kind before completing). Prints one JSON line of timings.
 pub fn prove_engine(kind: FilecoinKind, request: ProofRequest) -> Vec<u8> {
-    let engine = engine();
+    let outcome = run_engine(&engine(), kind, request);
+    assert_eq!(
+        outcome.state,
+        JobState::Completed,
+        "{kind}: job ended {:?}: {}",
+        outcome.state,
+        outcome.error
+    );
+    outcome.proof
+}
+
+/// Submits `request` as `kind` to `engine` and waits for the job to end, whichever way.
+pub fn run_engine(engine: &Engine, kind: FilecoinKind, request: ProofRequest) -> JobOutcome {
     let wire = cuzk_filecoin::engine::KINDS
         .iter()
         .find(|(_, k)| *k == kind)
@@ -120,17 +149,10 @@ pub fn prove_engine(kind: FilecoinKind, request: ProofRequest) -> Vec<u8> {
         AwaitOutcome::Finished(o) => o,
         AwaitOutcome::Timeout => panic!("{kind}: no outcome in 30 minutes"),
     };
-    assert_eq!(
-        outcome.state,
-        JobState::Completed,
-        "{kind}: job ended {:?}: {}",
-        outcome.state,
-        outcome.error
-    );
     eprintln!(
         "{{\"op\":\"filecoin_prove_engine\",\"kind\":\"{kind}\",\"wall_ms\":{},\"timings\":\"{:?}\"}}",
         t.elapsed().as_millis(),
         outcome.timings
     );
-    outcome.proof.clone()
+    (*outcome).clone()
 }

@@ -4,7 +4,7 @@
 //! See: #6.
 
 use base64::Engine as _;
-use cuzk_filecoin::{parse, FilecoinKind, SectorSize};
+use cuzk_filecoin::{parse, FilecoinKind, PoRepVariant, SectorSize};
 use cuzk_groth16::{KindError, ProofRequest};
 
 fn field_of(kind: FilecoinKind, req: &ProofRequest) -> &'static str {
@@ -167,10 +167,13 @@ fn malformed_porep_payloads_name_their_field() {
         field_of(k, &with(&|r| r.registered_proof = 99)),
         "registered_proof"
     );
-    assert_eq!(
-        field_of(k, &with(&|r| r.registered_proof = 15)),
-        "registered_proof"
-    );
+    // 10 and 15 are the 2 KiB synthetic and non-interactive proofs; this C1 is neither.
+    for other_variant in [10, 15] {
+        assert_eq!(
+            field_of(k, &with(&|r| r.registered_proof = other_variant)),
+            "registered_proof"
+        );
+    }
     assert_eq!(
         field_of(k, &with(&|r| r.sector_size = 8 << 20)),
         "sector_size"
@@ -311,5 +314,66 @@ fn malformed_snap_payloads_name_their_field() {
     assert_eq!(
         field_of(k, &with(&|r| r.registered_proof = 5)),
         "registered_proof"
+    );
+}
+
+/// Synthetic and non-interactive C1 outputs parse into their own partition counts (1 and
+/// 13 at 2 KiB) over the same circuit and parameter file as interactive PoRep, and their
+/// public inputs have the circuit's shape. See: #18.
+#[test]
+fn every_porep_variant_parses_onto_the_one_porep_circuit() {
+    let k = FilecoinKind::PoRep;
+    crate::common::params_2k(k); // the SnarkPack key beside the parameters
+    let expected_file = cuzk_filecoin::params_file_name(k, SectorSize::S2KiB).expect("name");
+    let shape = cuzk_filecoin::params::CircuitShape::of(k, SectorSize::S2KiB);
+    for (variant, partitions) in [
+        (PoRepVariant::Interactive, 1),
+        (PoRepVariant::Synthetic, 1),
+        (PoRepVariant::NonInteractive, 13),
+    ] {
+        let sector = crate::common::sector_2k_of(variant);
+        let proof = parse(k, &sector.request(k).expect("request"))
+            .unwrap_or_else(|e| panic!("{variant}: {e}"));
+        assert_eq!(proof.num_partitions(), partitions, "{variant}");
+        assert_eq!(proof.circuit_id(), "porep-2k", "{variant}");
+        let path = proof.params_path(std::path::Path::new("/p"));
+        assert_eq!(path, std::path::Path::new("/p").join(&expected_file));
+        let last = proof.public_inputs(partitions - 1).expect("public inputs");
+        assert_eq!(last.len() + 1, shape.inputs, "{variant} public inputs");
+    }
+    // Partitions draw distinct challenges.
+    let ni = crate::common::sector_2k_of(PoRepVariant::NonInteractive);
+    let proof = parse(k, &ni.request(k).expect("request")).expect("parse");
+    assert_ne!(proof.public_inputs(0).ok(), proof.public_inputs(1).ok());
+}
+
+/// A non-interactive C1 sent under another seal proof names `registered_proof`; without
+/// the SnarkPack key in the parameter directory it is refused at parse, naming the file.
+/// See: #18.
+#[test]
+fn non_interactive_porep_needs_its_snarkpack_key() {
+    let k = FilecoinKind::PoRep;
+    let sector = crate::common::sector_2k_of(PoRepVariant::NonInteractive);
+    let good = sector.request(k).expect("request");
+    for other in [0, 5, 10] {
+        let mut r = good.clone();
+        r.registered_proof = other;
+        r.sector_size = 0;
+        assert_eq!(
+            field_of(k, &r),
+            "registered_proof",
+            "registered_proof {other}"
+        );
+    }
+    let empty = crate::common::cache_dir().join(format!("no-params-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let err = cuzk_filecoin::parse_in(k, &good, &empty)
+        .err()
+        .expect("refused without the key");
+    let _ = std::fs::remove_dir(&empty);
+    let text = err.to_string();
+    assert!(
+        matches!(err, KindError::Other(_)) && text.contains("v28-fil-inner-product-v1.srs"),
+        "{text}"
     );
 }

@@ -123,8 +123,9 @@ async fn bench(args: Args, priority: Priority) -> anyhow::Result<()> {
                 cfg.engine.gpu_workers_per_device = n;
             }
             let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device);
-            let engine =
-                Engine::start(cfg.engine_config(), super::daemon::registry(&gpus), devices)?;
+            let engine_cfg = cfg.engine_config();
+            let registry = super::daemon::registry(&gpus, &engine_cfg.param_dir);
+            let engine = Engine::start(engine_cfg, registry, devices)?;
             Target::Local(Arc::new(engine))
         }
     };

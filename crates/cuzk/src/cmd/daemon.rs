@@ -96,18 +96,20 @@ impl Args {
     }
 }
 
-/// The proof kinds this binary serves: the four Filecoin kinds and the synthetic one
-/// (whose missing parameters are generated on the first of `gpus`, else on the CPU).
-pub fn registry(gpus: &[Arc<cuzk_gpu::Device>]) -> KindRegistry {
+/// The proof kinds this binary serves: the four Filecoin kinds (their other files, such
+/// as NI-PoRep's SnarkPack key, in `param_dir`) and the synthetic one (whose missing
+/// parameters are generated on the first of `gpus`, else on the CPU).
+pub fn registry(gpus: &[Arc<cuzk_gpu::Device>], param_dir: &std::path::Path) -> KindRegistry {
     let mut registry = KindRegistry::with_synthetic_on(super::devices::fixed_base_on(gpus, None));
-    cuzk_filecoin::engine::register(&mut registry);
+    cuzk_filecoin::engine::register_in(&mut registry, param_dir.to_path_buf());
     registry
 }
 
-/// The Filecoin kinds only: what a production daemon serves.
-fn filecoin_registry() -> KindRegistry {
+/// The Filecoin kinds only (their other files in `param_dir`): what a production daemon
+/// serves.
+fn filecoin_registry(param_dir: &std::path::Path) -> KindRegistry {
     let mut registry = KindRegistry::new();
-    cuzk_filecoin::engine::register(&mut registry);
+    cuzk_filecoin::engine::register_in(&mut registry, param_dir.to_path_buf());
     registry
 }
 
@@ -156,9 +158,9 @@ async fn serve(cfg: DaemonConfig, no_gpu: bool) -> anyhow::Result<()> {
     }
     let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device);
     let kinds = if cfg.allow_synthetic {
-        registry(&gpus)
+        registry(&gpus, &cfg.engine.param_dir)
     } else {
-        filecoin_registry()
+        filecoin_registry(&cfg.engine.param_dir)
     };
     let daemon = Daemon::start(&cfg, kinds, devices)
         .await

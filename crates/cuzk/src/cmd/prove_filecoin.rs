@@ -27,7 +27,7 @@ pub fn run(
     let sector = load_sector(sector_dir)
         .with_context(|| format!("loading the test sector in {}", sector_dir.display()))?;
     let request = sector.request(kind)?;
-    let proof = cuzk_filecoin::parse(kind, &request)?;
+    let proof = cuzk_filecoin::parse_in(kind, &request, param_dir)?;
     let params = proof.params_path(param_dir);
     let t = Instant::now();
     let srs = Srs::load(&params, SrsOptions::default())
