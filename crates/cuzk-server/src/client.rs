@@ -15,7 +15,17 @@ pub type Client = ProvingEngineClient<Channel>;
 /// # Errors
 /// The transport's error when the daemon cannot be reached.
 pub async fn connect(addr: &ListenAddr) -> Result<Client, tonic::transport::Error> {
-    let channel = match addr {
+    Ok(ProvingEngineClient::new(channel(addr).await?)
+        .max_decoding_message_size(1 << 30)
+        .max_encoding_message_size(1 << 30))
+}
+
+/// A channel to `addr`, for any service the daemon serves (e.g. `grpc.health.v1.Health`).
+///
+/// # Errors
+/// The transport's error when the daemon cannot be reached.
+pub async fn channel(addr: &ListenAddr) -> Result<Channel, tonic::transport::Error> {
+    Ok(match addr {
         ListenAddr::Tcp(hostport) => {
             Endpoint::from_shared(format!("http://{hostport}"))?
                 .connect()
@@ -35,8 +45,5 @@ pub async fn connect(addr: &ListenAddr) -> Result<Client, tonic::transport::Erro
                 }))
                 .await?
         }
-    };
-    Ok(ProvingEngineClient::new(channel)
-        .max_decoding_message_size(1 << 30)
-        .max_encoding_message_size(1 << 30))
+    })
 }

@@ -14,10 +14,25 @@ use serde::{Deserialize, Serialize};
 pub struct DaemonConfig {
     /// gRPC listen address: `unix:///path.sock` or `HOST:PORT`.
     pub listen: String,
-    /// HTTP `/metrics` and `/status` listen address `HOST:PORT`; empty disables it.
+    /// HTTP `/metrics`, `/status` and `/ready` listen address `HOST:PORT`; empty disables it.
     pub http_listen: String,
     /// Seconds to let accepted jobs finish on SIGINT/SIGTERM before failing them.
     pub drain_timeout_secs: u64,
+    /// A file holding the bearer token every gRPC call must carry (`authorization: Bearer
+    /// <token>`); empty: no token. The health service needs none.
+    pub auth_token_file: PathBuf,
+    /// Serve gRPC on a non-loopback TCP address without a token.
+    pub allow_unauthenticated_remote: bool,
+    /// Serve the test-only SYNTHETIC kind (its parameters are generated on first use).
+    pub allow_synthetic: bool,
+    /// Largest gRPC request message accepted, bytes.
+    pub max_request_bytes: u64,
+    /// Largest gRPC response message sent, bytes.
+    pub max_response_bytes: u64,
+    /// Concurrent gRPC calls (HTTP/2 streams) per client connection.
+    pub max_concurrent_streams: u32,
+    /// GPU ordinals to prove on; empty: every GPU found.
+    pub gpu_ordinals: Vec<u32>,
     /// Engine settings.
     pub engine: EngineSection,
     /// GPU backend tuning.
@@ -83,12 +98,25 @@ pub struct EngineSection {
     pub cpu_fallback: bool,
 }
 
+/// Curio's default address for its cuzk daemon.
+pub const DEFAULT_LISTEN: &str = "unix:///run/curio/cuzk.sock";
+
 impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
-            listen: "unix:///tmp/cuzk.sock".into(),
+            listen: DEFAULT_LISTEN.into(),
             http_listen: "127.0.0.1:9821".into(),
-            drain_timeout_secs: 60,
+            // A 32 GiB PoRep takes minutes even on a fast GPU, longer behind a queue.
+            drain_timeout_secs: 1800,
+            auth_token_file: PathBuf::new(),
+            allow_unauthenticated_remote: false,
+            allow_synthetic: false,
+            // Curio's client sends and receives at most 256 MiB; a 64 GiB PoRep C1 output
+            // is well below that.
+            max_request_bytes: 256 << 20,
+            max_response_bytes: 256 << 20,
+            max_concurrent_streams: 256,
+            gpu_ordinals: Vec::new(),
             engine: EngineSection::default(),
             gpu: GpuSection::default(),
         }
@@ -140,6 +168,14 @@ pub enum ConfigError {
         /// The parser's message (names the key).
         message: String,
     },
+    /// The token file cannot be used.
+    #[error("auth_token_file {path}: {reason}")]
+    Token {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A listen address is malformed.
     #[error("invalid listen address {addr:?}: {reason}")]
     Listen {
@@ -151,7 +187,9 @@ pub enum ConfigError {
 }
 
 impl DaemonConfig {
-    /// Reads a config file; missing keys take their defaults.
+    /// Reads a config file; missing keys take their defaults. Curio's `cuzk.toml` tables
+    /// are translated (see [`crate::curio`]); each note about a key that was ignored is
+    /// logged as a warning.
     ///
     /// # Errors
     /// [`ConfigError::Read`] or [`ConfigError::Parse`] naming the file (and the key).
@@ -160,10 +198,15 @@ impl DaemonConfig {
             path: path.to_path_buf(),
             source,
         })?;
-        DaemonConfig::parse(&text).map_err(|message| ConfigError::Parse {
-            path: path.to_path_buf(),
-            message,
-        })
+        let (cfg, notes) =
+            DaemonConfig::parse_noting(&text).map_err(|message| ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        for note in notes {
+            tracing::warn!(config = %path.display(), "{note}");
+        }
+        Ok(cfg)
     }
 
     /// Parses TOML text.
@@ -171,7 +214,45 @@ impl DaemonConfig {
     /// # Errors
     /// The parser's message.
     pub fn parse(text: &str) -> Result<DaemonConfig, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        DaemonConfig::parse_noting(text).map(|(cfg, _)| cfg)
+    }
+
+    /// Parses TOML text in cuzk's format, Curio's, or both, with a note for each key of
+    /// Curio's that has no effect here.
+    ///
+    /// # Errors
+    /// The parser's message, naming the key.
+    pub fn parse_noting(text: &str) -> Result<(DaemonConfig, Vec<String>), String> {
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+        let notes = crate::curio::translate(&mut table)?;
+        let cfg = DaemonConfig::deserialize(table).map_err(|e| e.to_string())?;
+        Ok((cfg, notes))
+    }
+
+    /// The bearer token from `auth_token_file`, or `None` when no file is configured.
+    ///
+    /// # Errors
+    /// [`ConfigError::Token`] when the file cannot be read or holds no token.
+    pub fn auth_token(&self) -> Result<Option<String>, ConfigError> {
+        if self.auth_token_file.as_os_str().is_empty() {
+            return Ok(None);
+        }
+        let path = &self.auth_token_file;
+        let bad = |reason: String| ConfigError::Token {
+            path: path.clone(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(bad("the file is empty".into()));
+        }
+        if token.chars().any(|c| !c.is_ascii_graphic()) {
+            return Err(bad(
+                "the token must be printable ASCII without spaces".into()
+            ));
+        }
+        Ok(Some(token.to_string()))
     }
 
     /// The effective config as TOML.

@@ -78,6 +78,22 @@ pub fn proof_kind(kind: ProofKindId) -> pb::ProofKind {
     }
 }
 
+/// A finished job whose failure a retry elsewhere or later may fix (drain timeout,
+/// parameters that cannot load, no healthy device) as UNAVAILABLE: the status that load
+/// balancers and Curio's client retry on. OK with status FAILED would let a daemon that
+/// fails every job fast attract the load.
+pub fn retryable_failure(outcome: &AwaitOutcome) -> Option<Status> {
+    match outcome {
+        AwaitOutcome::Finished(o) if o.state == JobState::Failed && o.retryable => {
+            Some(Status::unavailable(format!(
+                "job {} failed, a retry may succeed: {}",
+                o.job_id, o.error
+            )))
+        }
+        _ => None,
+    }
+}
+
 /// An await result as the wire carries it.
 pub fn await_response(job_id: &str, outcome: AwaitOutcome) -> pb::AwaitProofResponse {
     match outcome {
@@ -185,6 +201,11 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
                 workers: d.workers as u32,
                 busy_ms: ms(d.busy),
                 current_job_id: d.current_job_id.clone(),
+                fallback: d.fallback,
+                in_service: d.in_service,
+                out_of_service_reason: d.out_of_service_reason.clone(),
+                faults_total: d.faults_total,
+                last_fault: d.last_fault.clone(),
             })
             .collect(),
     }
@@ -215,6 +236,8 @@ pub fn engine_error(err: EngineError) -> Status {
         EngineError::SrsInUse { .. } => Status::failed_precondition(message),
         EngineError::UnknownJob(_) => Status::not_found(message),
         EngineError::ShuttingDown => Status::unavailable(message),
-        EngineError::SrsLoad { .. } | EngineError::Config(_) => Status::internal(message),
+        // Parameters that cannot load here may load on another daemon.
+        EngineError::SrsLoad { .. } => Status::unavailable(message),
+        EngineError::Config(_) => Status::internal(message),
     }
 }

@@ -1,7 +1,8 @@
 //! The `cuzk.v1.ProvingEngine` service over an [`Engine`]. Every rpc does real work:
 //! `AwaitProof` honours `timeout_ms`, `CancelProof` cancels, `EvictSRS` evicts, `GetStatus`
-//! reports what the engine tracks. A caller leaving `Prove` early is logged and its job
-//! runs on; only `CancelProof` cancels.
+//! reports what the engine tracks. A job that failed retryably answers `AwaitProof` and
+//! `Prove` with UNAVAILABLE, so clients and load balancers retry it. A caller leaving
+//! `Prove` early is logged and its job runs on; only `CancelProof` cancels.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,16 +19,38 @@ use crate::pb::proving_engine_server::ProvingEngine;
 #[derive(Clone)]
 pub struct ProvingService {
     engine: Arc<Engine>,
+    options: ServiceOptions,
 }
+
+/// What the service allows beyond the engine's own checks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServiceOptions {
+    /// Serve the test-only SYNTHETIC kind: one request can make the daemon generate and
+    /// write parameters (tens of GB at large sizes), so production daemons refuse it.
+    pub allow_synthetic: bool,
+}
+
+/// The prefix of the synthetic kind's circuit ids (`synthetic-<log_n>`).
+const SYNTHETIC_CIRCUIT_PREFIX: &str = "synthetic-";
 
 impl ProvingService {
     /// Serves `engine`.
-    pub fn new(engine: Arc<Engine>) -> Self {
-        ProvingService { engine }
+    pub fn new(engine: Arc<Engine>, options: ServiceOptions) -> Self {
+        ProvingService { engine, options }
+    }
+
+    fn synthetic_refused(&self) -> Status {
+        Status::failed_precondition(
+            "invalid proof_kind: SYNTHETIC is test-only and disabled on this daemon \
+             (allow_synthetic = true, or --allow-synthetic, enables it)",
+        )
     }
 
     async fn submit(&self, req: pb::SubmitProofRequest) -> Result<pb::SubmitProofResponse, Status> {
         let spec = convert::job_spec(req)?;
+        if spec.kind == cuzk_engine::ProofKindId::Synthetic && !self.options.allow_synthetic {
+            return Err(self.synthetic_refused());
+        }
         let engine = self.engine.clone();
         // Parsing a request (a C1 output is tens of MB of JSON) is blocking work.
         let out = tokio::task::spawn_blocking(move || engine.submit(spec))
@@ -48,6 +71,9 @@ impl ProvingService {
             .await_job(job_id, timeout)
             .await
             .map_err(convert::engine_error)?;
+        if let Some(status) = convert::retryable_failure(&outcome) {
+            return Err(status);
+        }
         Ok(convert::await_response(job_id, outcome))
     }
 }
@@ -139,6 +165,9 @@ impl ProvingEngine for ProvingService {
         let circuit_id = request.into_inner().circuit_id;
         if circuit_id.is_empty() {
             return Err(Status::invalid_argument("invalid circuit_id: empty"));
+        }
+        if circuit_id.starts_with(SYNTHETIC_CIRCUIT_PREFIX) && !self.options.allow_synthetic {
+            return Err(self.synthetic_refused());
         }
         let engine = self.engine.clone();
         let (already_loaded, load_time) =

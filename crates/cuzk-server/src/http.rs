@@ -1,11 +1,12 @@
-//! HTTP front end with axum: `GET /metrics` (Prometheus text exposition 0.0.4) and
+//! HTTP front end with axum: `GET /metrics` (Prometheus text exposition 0.0.4),
 //! `GET /status` (the engine status as JSON, built here by hand: engine types do not
-//! derive `Serialize`).
+//! derive `Serialize`) and `GET /ready` (200 when the daemon can take proofs, else 503 with
+//! the reason, for load balancers' HTTP checks).
 
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
@@ -17,6 +18,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/status", get(status))
+        .route("/ready", get(ready))
         .with_state(engine)
 }
 
@@ -31,9 +33,24 @@ async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
     axum::Json(status_json(&engine.status()))
 }
 
+async fn ready(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
+    let r = crate::health::readiness(&engine.status());
+    if r.ready {
+        (StatusCode::OK, "ready\n".to_string())
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {}\n", r.reason),
+        )
+    }
+}
+
 /// The status snapshot as JSON.
 pub fn status_json(s: &EngineStatus) -> Value {
+    let readiness = crate::health::readiness(s);
     json!({
+        "ready": readiness.ready,
+        "not_ready_reason": readiness.reason,
         "uptime_seconds": s.uptime.as_secs(),
         "accepting": s.accepting,
         "active_jobs": s.active_jobs,

@@ -1,7 +1,7 @@
-//! `cuzk daemon`: loads `cuzk.toml` (every key optional), applies CLI overrides, starts the
-//! engine behind the gRPC and HTTP listeners, and on SIGINT/SIGTERM drains accepted jobs
-//! (bounded by `drain_timeout_secs`) before exiting. `--print-config` prints the effective
-//! config as TOML and exits.
+//! `cuzk daemon`: loads `cuzk.toml` (every key optional; Curio's `cuzk.toml` is read too),
+//! applies CLI overrides, starts the engine behind the gRPC and HTTP listeners, and on
+//! SIGINT/SIGTERM drains accepted jobs (bounded by `drain_timeout_secs`) before exiting.
+//! `--print-config` prints the effective config as TOML and exits.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,6 +41,12 @@ pub struct Args {
     /// Seconds accepted jobs get to finish on SIGINT/SIGTERM.
     #[arg(long)]
     pub drain_timeout_secs: Option<u64>,
+    /// File holding the bearer token every gRPC call must carry.
+    #[arg(long)]
+    pub auth_token_file: Option<PathBuf>,
+    /// Serve the test-only SYNTHETIC kind (generates its parameters on first use).
+    #[arg(long)]
+    pub allow_synthetic: bool,
     /// Print the effective config as TOML and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -80,6 +86,12 @@ impl Args {
         if let Some(v) = self.drain_timeout_secs {
             cfg.drain_timeout_secs = v;
         }
+        if let Some(v) = &self.auth_token_file {
+            cfg.auth_token_file = v.clone();
+        }
+        if self.allow_synthetic {
+            cfg.allow_synthetic = true;
+        }
         Ok(cfg)
     }
 }
@@ -89,6 +101,14 @@ impl Args {
 /// parameters are generated on the first of `gpus`, else on the CPU).
 pub fn registry(gpus: &[Arc<cuzk_gpu::Device>], param_dir: &std::path::Path) -> KindRegistry {
     let mut registry = KindRegistry::with_synthetic_on(super::devices::fixed_base_on(gpus, None));
+    cuzk_filecoin::engine::register_in(&mut registry, param_dir.to_path_buf());
+    registry
+}
+
+/// The Filecoin kinds only (their other files in `param_dir`): what a production daemon
+/// serves.
+fn filecoin_registry(param_dir: &std::path::Path) -> KindRegistry {
+    let mut registry = KindRegistry::new();
     cuzk_filecoin::engine::register_in(&mut registry, param_dir.to_path_buf());
     registry
 }
@@ -127,9 +147,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 async fn serve(cfg: DaemonConfig, no_gpu: bool) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let gpus = super::devices::gpus(no_gpu);
+    let mut gpus = super::devices::gpus(no_gpu);
+    if !cfg.gpu_ordinals.is_empty() {
+        gpus.retain(|dev| {
+            cfg.gpu_ordinals
+                .iter()
+                .any(|&o| usize::try_from(o) == Ok(dev.ordinal()))
+        });
+        info!(ordinals = ?cfg.gpu_ordinals, used = gpus.len(), "gpu_ordinals selects the GPUs");
+    }
     let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device);
-    let daemon = Daemon::start(&cfg, registry(&gpus, &cfg.engine.param_dir), devices)
+    let kinds = if cfg.allow_synthetic {
+        registry(&gpus, &cfg.engine.param_dir)
+    } else {
+        filecoin_registry(&cfg.engine.param_dir)
+    };
+    let daemon = Daemon::start(&cfg, kinds, devices)
         .await
         .context("starting the daemon")?;
     let stop = daemon.stop_token();

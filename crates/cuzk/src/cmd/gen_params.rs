@@ -1,9 +1,12 @@
 //! `cuzk gen params`: writes bellperson-format parameters from toxic waste drawn here:
 //! **test parameters only**. Two forms: a synthetic circuit (`--log-n K --out FILE`, toxic
 //! waste printed), or a Filecoin kind (`--kind porep --sector-size 2KiB [--dir D]`, the
-//! standard `v28-*` `.params` and `.vk` names in D). The query points are computed on the
-//! first GPU when there is one (`--cpu` forces the CPU). The generator is
-//! `cuzk_groth16::paramgen`; this module parses flags and prints.
+//! standard `v28-*` `.params` and `.vk` names in D). Test files under production names
+//! must not land where a production daemon or filecoin-proofs reads its parameters, so the
+//! `--kind` form refuses the production directory unless `--i-know-these-are-test-params`
+//! is given. The query points are computed on the first GPU when there is one (`--cpu`
+//! forces the CPU). The generator is `cuzk_groth16::paramgen`; this module parses flags
+//! and prints.
 
 use std::path::PathBuf;
 
@@ -30,10 +33,14 @@ pub struct Args {
     /// Sector size of `--kind`: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
     #[arg(long, requires = "kind")]
     pub sector_size: Option<String>,
-    /// Directory for `--kind` files (default: $FIL_PROOFS_PARAMETER_CACHE or
-    /// /var/tmp/filecoin-proof-parameters).
+    /// Directory for `--kind` files; the production directory ($FIL_PROOFS_PARAMETER_CACHE,
+    /// /var/tmp/filecoin-proof-parameters, the default) only with
+    /// --i-know-these-are-test-params.
     #[arg(long, requires = "kind")]
     pub dir: Option<PathBuf>,
+    /// Write test parameters into the production parameter directory anyway.
+    #[arg(long, requires = "kind")]
+    pub i_know_these_are_test_params: bool,
     /// Compute the query points on the CPU even when a GPU is present.
     #[arg(long)]
     pub cpu: bool,
@@ -119,6 +126,16 @@ fn run_filecoin(args: &Args, kind: &str, fbm: &dyn FixedBaseMul) -> anyhow::Resu
         .dir
         .clone()
         .unwrap_or_else(cuzk_filecoin::default_param_dir);
+    if let Some(production) = production_dir(&dir) {
+        if !args.i_know_these_are_test_params {
+            anyhow::bail!(
+                "refusing to write test parameters (local toxic waste) under production v28-* \
+                 names into the production parameter directory {}: pass --dir with another \
+                 directory, or --i-know-these-are-test-params",
+                production.display()
+            );
+        }
+    }
     println!("WARNING: test-only parameters (local toxic waste); never use them on a network");
     let t = std::time::Instant::now();
     let path = cuzk_filecoin::testgen::gen_params_with(kind, size, &dir, fbm)
@@ -138,4 +155,22 @@ fn run_filecoin(args: &Args, kind: &str, fbm: &dyn FixedBaseMul) -> anyhow::Resu
         })
     );
     Ok(())
+}
+
+/// The production parameter directory that `dir` is, if it is one: the default of
+/// filecoin-proofs ($FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters)
+/// or /var/tmp/filecoin-proof-parameters itself, compared after resolving links.
+fn production_dir(dir: &std::path::Path) -> Option<PathBuf> {
+    let resolve = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    let target = resolve(dir);
+    [
+        cuzk_filecoin::default_param_dir(),
+        PathBuf::from("/var/tmp/filecoin-proof-parameters"),
+    ]
+    .into_iter()
+    .find(|p| resolve(p) == target)
 }

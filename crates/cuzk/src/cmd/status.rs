@@ -9,8 +9,11 @@ use cuzk_server::ListenAddr;
 #[derive(clap::Args)]
 pub struct Args {
     /// The daemon's gRPC address: unix:///path.sock or HOST:PORT.
-    #[arg(long, default_value = "unix:///tmp/cuzk.sock")]
+    #[arg(long, default_value = cuzk_server::config::DEFAULT_LISTEN)]
     pub connect: String,
+    /// File holding the daemon's bearer token (its auth_token_file).
+    #[arg(long)]
+    pub token_file: Option<std::path::PathBuf>,
     /// Print the raw status as JSON-like debug output instead of the table.
     #[arg(long)]
     pub raw: bool,
@@ -19,6 +22,15 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let addr = ListenAddr::parse(&args.connect)?;
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -26,10 +38,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut client = cuzk_server::connect(&addr)
             .await
             .with_context(|| format!("connecting to {addr}"))?;
-        let status = client
-            .get_status(pb::GetStatusRequest {})
-            .await
-            .context("GetStatus")?;
+        let request = cuzk_server::auth::request(pb::GetStatusRequest {}, token.as_deref())?;
+        let status = client.get_status(request).await.context("GetStatus")?;
         anyhow::Ok(status.into_inner())
     })?;
     if args.raw {
@@ -64,17 +74,25 @@ pub fn render(s: &pb::GetStatusResponse) -> String {
     for d in &s.devices {
         let _ = writeln!(
             out,
-            "  {:<8} {:<16} workers {} busy {:.1} s {}",
+            "  {:<8} {:<16} workers {} busy {:.1} s faults {}{}{}",
             d.name,
             d.hardware,
             d.workers,
             d.busy_ms as f64 / 1000.0,
+            d.faults_total,
+            if d.fallback { " (fallback)" } else { "" },
             if d.current_job_id.is_empty() {
                 String::new()
             } else {
-                format!("on {}", d.current_job_id)
+                format!(" on {}", d.current_job_id)
             }
         );
+        if !d.in_service {
+            let _ = writeln!(out, "    OUT OF SERVICE: {}", d.out_of_service_reason);
+        }
+        if !d.last_fault.is_empty() {
+            let _ = writeln!(out, "    last fault: {}", d.last_fault);
+        }
     }
     let _ = writeln!(out, "partitions:");
     for p in &s.partitions {

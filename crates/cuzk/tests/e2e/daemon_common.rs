@@ -30,6 +30,7 @@ pub fn config(name: &str, edit: impl FnOnce(&mut DaemonConfig)) -> DaemonConfig 
         listen: format!("unix://{}", socket_path(name).display()),
         http_listen: String::new(),
         drain_timeout_secs: 30,
+        allow_synthetic: true,
         ..DaemonConfig::default()
     };
     cfg.engine.param_dir = param_dir();

@@ -1,5 +1,6 @@
 //! Shutdown: the `cuzk daemon` binary drains accepted jobs on SIGTERM (their callers get
-//! COMPLETED) and exits 0; a drain timeout fails the rest with a reason; `--print-config`
+//! COMPLETED) and exits 0; a drain timeout fails the rest with a reason, which their
+//! callers get as UNAVAILABLE; `--print-config`
 //! prints the effective config with flags applied.
 
 use std::process::{Command, Stdio};
@@ -54,7 +55,14 @@ fn example_config_is_the_default_config() {
 async fn sigterm_drains_accepted_jobs() {
     let socket = socket_path("sigterm");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["daemon", "--http", "", "--drain-timeout-secs", "60"])
+        .args([
+            "daemon",
+            "--http",
+            "",
+            "--drain-timeout-secs",
+            "60",
+            "--allow-synthetic",
+        ])
         .arg("--listen")
         .arg(format!("unix://{}", socket.display()))
         .arg("--param-dir")
@@ -112,16 +120,24 @@ async fn drain_timeout_fails_the_rest_with_a_reason() {
     let mut waiter = client.clone();
     let wait_task = tokio::spawn({
         let job = job.clone();
-        async move { wait(&mut waiter, &job).await }
+        async move {
+            waiter
+                .await_proof(pb::AwaitProofRequest {
+                    job_id: job,
+                    timeout_ms: 0,
+                })
+                .await
+        }
     });
     status_until(&mut client, Duration::from_secs(30), |s| s.active_jobs == 1).await;
     let report = daemon.shutdown().await.expect("shutdown");
     assert_eq!((report.drained, report.failed), (0, 1));
-    let done = wait_task.await.expect("await task");
-    assert_eq!(status_of(&done), S::Failed);
-    assert!(
-        done.error_message.contains("drain timeout"),
-        "{}",
-        done.error_message
-    );
+    // See: #18 item 8. Another daemon can prove it: UNAVAILABLE, which clients and load
+    // balancers retry, not OK with status FAILED.
+    let err = wait_task
+        .await
+        .expect("await task")
+        .expect_err("a drain timeout is retryable");
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err}");
+    assert!(err.message().contains("drain timeout"), "{err}");
 }

@@ -5,7 +5,10 @@
 
 mod bench_proof;
 mod cli_prove;
+mod daemon_access;
 mod daemon_common;
+mod daemon_health;
+mod daemon_interop;
 mod daemon_load;
 mod daemon_rpc;
 mod daemon_shutdown;
