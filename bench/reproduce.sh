@@ -19,6 +19,14 @@
 #   h2h-old, h2h-new
 #             `cuzk bench prove --backend gpu --compare supraseal` at 2^20, 2^22, 2^24
 #             (PoRep-like shape, medians of 2, every proof verified)
+#   filecoin  NEW only: 2 KiB test parameters of the four kinds (made on the GPU), test
+#             sectors sealed as interactive, synthetic and non-interactive PoRep, each
+#             proved on the GPU and verified by filecoin-proofs; then 32 whole 2 KiB PoRep
+#             proofs from 16 clients through the in-process engine with the default config
+#             (`cuzk bench batch --kind porep`: s/proof, GPU busy fraction, peak RSS)
+#   realsize  NEW only: a fake 32 GiB PoRep request (`cuzk gen request --fake`; its proofs
+#             cannot verify) and `cuzk bench synth` on its partition 0: plain synthesis,
+#             the recording, and the witness-only path (130,278,541 constraints)
 #   table     the "Current" rows from what the parts above left in $OUT
 # Every part ends with `table`. JSON lines land in $OUT (default /tmp/cuzk-out), one file
 # per part and binary; the NVRTC cache in .carry/cache (carry it: compiling takes minutes).
@@ -119,6 +127,45 @@ part_h2h() {
   done
 }
 
+part_filecoin() {
+  local bin=$NEW/cuzk pd=/tmp/cuzk-fil-params
+  mkdir -p "$pd"
+  export FIL_PROOFS_PARAMETER_CACHE=$pd FIL_PROOFS_PARENT_CACHE=/tmp/cuzk-parents
+  for k in porep window-post winning-post snap; do
+    t "gen params $k 2KiB"
+    timeout 240 "$bin" gen params --kind $k --sector-size 2KiB --dir "$pd" 2>&1 | tail -2
+  done
+  for v in interactive synthetic non-interactive; do
+    t "gen sector 2KiB, $v PoRep"
+    timeout 120 "$bin" gen sector --sector-size 2KiB --porep $v --out /tmp/cuzk-sector-$v 2>&1 |
+      tail -1
+  done
+  for v in interactive synthetic non-interactive; do
+    t "prove porep ($v) on the GPU, verified by filecoin-proofs"
+    timeout 200 "$bin" prove --kind porep --sector /tmp/cuzk-sector-$v --param-dir "$pd" \
+      --backend gpu 2>&1 | grep -vE '^\s*$' | tail -4 | cut -c1-400
+  done
+  for k in window-post winning-post snap; do
+    t "prove $k on the GPU, verified by filecoin-proofs"
+    timeout 120 "$bin" prove --kind $k --sector /tmp/cuzk-sector-interactive --param-dir "$pd" \
+      --backend gpu 2>&1 | grep -vE '^\s*$' | tail -4 | cut -c1-400
+  done
+  t "32 whole 2 KiB PoRep proofs from 16 clients, default config"
+  timeout 240 "$bin" bench batch --kind porep --sector /tmp/cuzk-sector-interactive --count 32 \
+    --concurrency 16 --param-dir "$pd" --timeline "$OUT/timeline-porep-2k.svg" 2>&1 |
+    grep -vE '^\s*$|INFO|WARN' | cut -c1-2000 | tee "$OUT/batch-porep-2k.log"
+}
+
+part_realsize() {
+  local bin=$NEW/cuzk
+  t "fake 32 GiB PoRep request (its proofs cannot verify)"
+  timeout 120 "$bin" gen request --kind porep --sector-size 32GiB --fake --seed 1 \
+    --out /tmp/fake-porep-32g.json 2>&1 | tail -2 | cut -c1-600
+  t "bench synth: partition 0 of the fake 32 GiB PoRep"
+  ( time timeout 520 "$bin" bench synth --kind porep --request /tmp/fake-porep-32g.json --fake \
+    --reps 1 ) 2>&1 | grep -vE '^\s*$|INFO' | cut -c1-2000 | tee "$OUT/synth-porep-32g.log"
+}
+
 # One row per headline case: figure (old → new), date, GPU, commit, the command.
 part_table() {
   local gpu; gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -180,8 +227,10 @@ for part in "$@"; do
     backend) part_backend ;;
     h2h-old) part_h2h "$OLD" ;;
     h2h-new) part_h2h "$NEW" ;;
+    filecoin) part_filecoin ;;
+    realsize) part_realsize ;;
     table) ;;
-    *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, table)"; exit 2 ;;
+    *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, filecoin, realsize, table)"; exit 2 ;;
   esac
 done
 t table
