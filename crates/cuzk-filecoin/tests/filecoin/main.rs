@@ -3,4 +3,5 @@
 
 mod common;
 mod parse;
+mod parts;
 mod prove_2k;
