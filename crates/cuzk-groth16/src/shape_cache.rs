@@ -6,7 +6,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bellperson::Circuit;
@@ -25,8 +25,15 @@ struct Shape {
     layout: Option<SubLayout>,
 }
 
-/// One circuit id's recording, made once: `None` when it failed or did not fit.
-type Slot = Arc<OnceLock<Option<Arc<Shape>>>>;
+/// One circuit id's recording, made once (`None` when it failed or did not fit), and
+/// whether a call is making it.
+#[derive(Default)]
+struct SlotState {
+    shape: OnceLock<Option<Arc<Shape>>>,
+    recording: AtomicBool,
+}
+
+type Slot = Arc<SlotState>;
 
 /// Recordings kept by circuit id, within a byte budget.
 struct ShapeCache {
@@ -63,7 +70,7 @@ pub fn recorded_bytes() -> u64 {
 /// The parts layout found for `circuit_id`, if its shape is recorded and came as parts.
 pub fn layout(circuit_id: &str) -> Option<SubLayout> {
     let slot = cache().entries.lock().get(circuit_id).cloned()?;
-    slot.get()?.as_ref()?.layout
+    slot.shape.get()?.as_ref()?.layout
 }
 
 /// Which way the cached entry points synthesize on a thread (see [`with_path`]).
@@ -138,9 +145,13 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
         .or_default()
         .clone();
     // The first call of an id records the shape and keeps the assignment of that same
-    // run; every other call finds the recording (or `None`) and runs once more below.
+    // run; calls meanwhile do not wait for it (a recording takes ~1.75× a plain run) but
+    // synthesize the plain way; later calls find the recording (or `None`).
+    if cell.shape.get().is_none() && cell.recording.swap(true, Ordering::AcqRel) {
+        return crate::synthesize(circuit);
+    }
     let mut first: Option<Result<Assignment, SynthesisError>> = None;
-    let recorded = cell.get_or_init(|| {
+    let recorded = cell.shape.get_or_init(|| {
         let t = std::time::Instant::now();
         let (r1cs, asg) = match R1cs::record_with_assignment(circuit.clone()) {
             Ok(done) => done,
@@ -275,5 +286,79 @@ impl Circuit<Scalar> for Never {
         _: &mut CS,
     ) -> Result<(), bellperson::SynthesisError> {
         match self {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{SyntheticCircuit, SyntheticShape};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A synthetic circuit that, when `gate` is set, waits for it before synthesizing.
+    #[derive(Clone)]
+    struct Gated {
+        circuit: SyntheticCircuit,
+        gate: Option<Arc<Mutex<mpsc::Receiver<()>>>>,
+    }
+
+    impl Circuit<Scalar> for Gated {
+        fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), bellperson::SynthesisError> {
+            if let Some(gate) = &self.gate {
+                let _ = gate.lock().recv_timeout(Duration::from_secs(60));
+            }
+            self.circuit.synthesize(cs)
+        }
+    }
+
+    /// While the first call of an id records, another call of the same id does not wait
+    /// for it: it returns the plain assignment. See: #17.
+    #[test]
+    fn calls_during_a_recording_do_not_wait_for_it() {
+        let c = SyntheticCircuit::with_log_n(8, 3, SyntheticShape::default()).expect("valid");
+        let id = "test-shape-cache-gated-8";
+        let (open, gate) = mpsc::channel();
+        let gated = Gated {
+            circuit: c,
+            gate: Some(Arc::new(Mutex::new(gate))),
+        };
+        let recorder = std::thread::spawn(move || synthesize_cached(id, gated));
+        // Wait until the recorder holds the id.
+        let slot = loop {
+            if let Some(slot) = cache().entries.lock().get(id).cloned() {
+                if slot.recording.load(Ordering::Acquire) {
+                    break slot;
+                }
+            }
+            std::thread::yield_now();
+        };
+        let other = c.with_witness_seed(9);
+        let (done, finished) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(synthesize_cached(
+                id,
+                Gated {
+                    circuit: other,
+                    gate: None,
+                },
+            ));
+        });
+        let got = finished
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the second call returned while the first was still recording")
+            .expect("synthesizes");
+        assert!(
+            slot.shape.get().is_none(),
+            "the recording is still under way"
+        );
+        assert_eq!(got, crate::synthesize(other).expect("plain"));
+        open.send(()).expect("release the recorder");
+        let first = recorder.join().expect("recorder").expect("records");
+        assert_eq!(first, crate::synthesize(c).expect("plain"));
+        assert!(layout(id).is_none() && slot.shape.get().is_some_and(|s| s.is_some()));
     }
 }

@@ -82,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// Partition 0 of a Filecoin request: plain, then the first recorded call (records the
 /// shape), then `reps` recorded calls against `reps` plain ones.
 fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Result<()> {
-    use cuzk_groth16::recorded::{set_budget, DEFAULT_BUDGET};
+    use cuzk_groth16::recorded::{set_budget, with_path, CachedPath, DEFAULT_BUDGET};
     let kind = cuzk_filecoin::FilecoinKind::from_cli_name(kind).map_err(anyhow::Error::msg)?;
     let sector = cuzk_filecoin::testgen::load_sector(dir)?;
     let proof = cuzk_filecoin::parse(kind, &sector.request(kind)?)?;
@@ -98,12 +98,20 @@ fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Resul
     if first != plain_asg {
         bail!("{kind}: the recorded assignment differs from synthesize's");
     }
-    let mut recorded = Vec::new();
+    let (mut recorded, mut whole) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         set_budget(DEFAULT_BUDGET);
         let t = Instant::now();
         let r = proof.synthesize(0)?;
         recorded.push(ms(t));
+        // The recording with the whole circuit's witness on this thread (the default path
+        // computes it part by part in parallel where the kind gives parts).
+        let t = Instant::now();
+        let w = with_path(CachedPath::Whole, || proof.synthesize(0))?;
+        whole.push(ms(t));
+        if w != r {
+            bail!("{kind}: the whole-circuit witness differs from the parts'");
+        }
         set_budget(0);
         let t = Instant::now();
         let p = proof.synthesize(0)?;
@@ -124,6 +132,7 @@ fn run_filecoin(kind: &str, dir: &std::path::Path, reps: usize) -> anyhow::Resul
             "recorded_bytes": cuzk_groth16::recorded::recorded_bytes(),
             "synthesize_ms_median": round1(p),
             "recorded_ms_median": round1(q),
+            "recorded_whole_ms_median": round1(median(&whole)),
             "speedup": ratio(p, q),
             "equal": true,
             "reps": reps,
