@@ -1,22 +1,24 @@
-//! [`Engine`]: the public handle. Starts the worker threads, accepts jobs (request-id
-//! idempotency, parsing through the [`KindRegistry`]), awaits, cancels, reports status
-//! and metrics, preloads and evicts SRSs, and drains on shutdown. Any front end (the gRPC
-//! server, `cuzk bench batch` in-process) drives the engine through this type only.
+//! [`Engine`]: the public handle. Starts the worker threads, accepts jobs (job identity =
+//! request id + payload digest, admission limits, parsing through the [`KindRegistry`]),
+//! awaits, cancels, reports status and metrics, preloads and evicts SRSs, and drains on
+//! shutdown. Any front end (the gRPC server, `cuzk bench batch` in-process) drives the
+//! engine through this type only.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cuzk_groth16::SrsOptions;
 use parking_lot::Mutex;
-use sha2::{Digest, Sha256};
+use rand::RngCore;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::device::{Device, DeviceSpec};
+use crate::device::DeviceSpec;
+use crate::faults::JobFaults;
 use crate::metrics::{Ending, Gauges, Metrics};
 use crate::srs_manager::{SrsManager, SrsStatus, SrsTier};
-use crate::state::{Job, Progress, Shared, State};
-use crate::status::{DeviceStatus, EngineStatus, KindQueue};
+use crate::state::{payload_bytes, payload_digest, Job, JobEnd, Progress, Shared, State};
+use crate::status::{EngineStatus, KindQueue};
 use crate::timeline::{Timeline, TimelineEvent};
 use crate::workers::{prove_worker, synthesis_worker};
 use crate::{
@@ -26,7 +28,7 @@ use crate::{
 
 /// The proving engine. Cheap to share behind an `Arc`; all methods take `&self`.
 pub struct Engine {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 /// What a shutdown did.
@@ -39,8 +41,9 @@ pub struct ShutdownReport {
 }
 
 impl Engine {
-    /// Starts the worker threads: `synthesis_workers` synthesis threads and, per device,
-    /// its prove workers. With no devices the CPU backend proves with `cpu_workers` workers.
+    /// Starts the worker threads: `synthesis_workers` synthesis threads,
+    /// `critical_synthesis_workers` more for CRITICAL partitions only and, per device, its
+    /// prove workers. With no devices the CPU backend proves with `cpu_workers` workers.
     ///
     /// # Errors
     /// [`EngineError::Config`] for an unusable config or a thread that cannot start.
@@ -51,21 +54,7 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
         cuzk_groth16::recorded::set_budget(cfg.recorded_r1cs_budget_bytes);
-        let devices: Vec<Arc<Device>> = if devices.is_empty() {
-            vec![Arc::new(Device::new(DeviceSpec::cpu(), cfg.cpu_workers))]
-        } else {
-            devices
-                .into_iter()
-                .map(|spec| {
-                    let workers = spec.workers.unwrap_or(if spec.is_gpu {
-                        cfg.gpu_workers_per_device
-                    } else {
-                        cfg.cpu_workers
-                    });
-                    Arc::new(Device::new(spec, workers.max(1)))
-                })
-                .collect()
-        };
+        let devices = crate::device::build_devices(&cfg, devices);
         let registry = Arc::new(registry);
         let srs = Arc::new(SrsManager::new(
             cfg.param_dir.clone(),
@@ -93,7 +82,7 @@ impl Engine {
             synth_cv: Default::default(),
             prove_cv: Default::default(),
             started: Instant::now(),
-            id_prefix: format!("{epoch_ms:x}"),
+            id_prefix: format!("{epoch_ms:x}-{:016x}", rand::rngs::OsRng.next_u64()),
         });
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -102,7 +91,8 @@ impl Engine {
                 .map(|_| ())
                 .map_err(|e| EngineError::Config(format!("cannot start worker thread: {e}")))
         };
-        for i in 0..shared.cfg.synthesis_workers {
+        // The CRITICAL lane's threads are numbered after the general pool's.
+        for i in 0..shared.cfg.synthesis_workers + shared.cfg.critical_synthesis_workers {
             let s = shared.clone();
             spawn(
                 format!("cuzk-synth-{i}"),
@@ -120,6 +110,7 @@ impl Engine {
         }
         info!(
             synthesis_workers = shared.cfg.synthesis_workers,
+            critical_synthesis_workers = shared.cfg.critical_synthesis_workers,
             devices = ?shared.devices.iter().map(|d| format!("{}x{}", d.spec.name, d.workers)).collect::<Vec<_>>(),
             kinds = ?shared.registry.kinds(),
             "engine started"
@@ -127,24 +118,29 @@ impl Engine {
         Ok(Engine { shared })
     }
 
-    /// Accepts a job, or attaches to the job that already holds `spec.request_id` when the
-    /// payload is the same. Parses the request (may take a while for large payloads; call
-    /// from a blocking context).
+    /// Accepts a job, or attaches to the running or completed job of the same identity
+    /// (`spec.request_id` and the same payload). The same request id with another payload
+    /// is a new job; so is a repeat of one whose job failed or was cancelled. Parses the
+    /// request (may take a while for large payloads; call from a blocking context).
     ///
     /// # Errors
     /// [`EngineError::InvalidRequest`] naming the bad field, [`EngineError::UnsupportedKind`],
-    /// [`EngineError::RequestIdConflict`], [`EngineError::UnknownSrs`],
-    /// [`EngineError::ShuttingDown`].
+    /// [`EngineError::UnknownSrs`], [`EngineError::ResourceExhausted`] beyond
+    /// `max_queued_jobs` or `max_queued_bytes`, [`EngineError::ShuttingDown`].
     pub fn submit(&self, spec: JobSpec) -> Result<SubmitOutcome, EngineError> {
         let digest = payload_digest(&spec);
+        let payload_bytes = payload_bytes(&spec);
         {
-            let st = self.shared.state.lock();
+            let mut st = self.shared.state.lock();
             if !st.accepting {
                 return Err(EngineError::ShuttingDown);
             }
-            if let Some(existing) = self.lookup_request(&st, &spec.request_id, &digest)? {
+            self.shared.prune_finished(&mut st, Instant::now());
+            if let Some(existing) = self.attach(&st, &spec.request_id, &digest) {
                 return Ok(existing);
             }
+            // Refuse before parsing: under overload, parsing is wasted work.
+            self.shared.admit(&st, payload_bytes)?;
         }
         let proof = self
             .shared
@@ -169,10 +165,11 @@ impl Engine {
         if !st.accepting {
             return Err(EngineError::ShuttingDown);
         }
-        // Another submit with the same request id may have won the race while we parsed.
-        if let Some(existing) = self.lookup_request(&st, &spec.request_id, &digest)? {
+        // Another submit of the same identity may have won the race while we parsed.
+        if let Some(existing) = self.attach(&st, &spec.request_id, &digest) {
             return Ok(existing);
         }
+        self.shared.admit(&st, payload_bytes)?;
         let seq = st.next_seq;
         st.next_seq += 1;
         let id = format!("{}-{seq}", self.shared.id_prefix);
@@ -185,6 +182,7 @@ impl Engine {
             kind: spec.kind,
             priority,
             host_bytes: proof.partition_host_bytes() as u64,
+            payload_bytes,
             proof,
             circuit_id,
             n_partitions,
@@ -205,10 +203,14 @@ impl Engine {
                 synthesis: Duration::ZERO,
                 compute: Duration::ZERO,
                 vk: None,
+                faults: JobFaults::new(n_partitions),
             },
         );
+        st.active_payload_bytes += payload_bytes;
         if !spec.request_id.is_empty() {
             st.by_request.insert(spec.request_id.clone(), id.clone());
+            st.by_identity
+                .insert((spec.request_id.clone(), digest), id.clone());
         }
         let queue_position = self.position(&st, &job);
         st.jobs.insert(id.clone(), job.clone());
@@ -223,17 +225,30 @@ impl Engine {
         })
     }
 
+    /// The newest job submitted under `request_id` (several share one id when their
+    /// payloads differ, e.g. the WindowPoSt partitions of a deadline, or after a retry of a
+    /// failed job), while it is active or its result is retained.
+    pub fn job_for_request(&self, request_id: &str) -> Option<String> {
+        let mut st = self.shared.state.lock();
+        self.shared.prune_finished(&mut st, Instant::now());
+        st.by_request.get(request_id).cloned()
+    }
+
     /// Waits for `job_id` to finish, up to `timeout` (`None`: forever).
     ///
     /// # Errors
-    /// [`EngineError::UnknownJob`].
+    /// [`EngineError::UnknownJob`]: never existed, or its result expired.
     pub async fn await_job(
         &self,
         job_id: &str,
         timeout: Option<Duration>,
     ) -> Result<AwaitOutcome, EngineError> {
         let mut rx = {
-            let st = self.shared.state.lock();
+            let mut st = self.shared.state.lock();
+            self.shared.prune_finished(&mut st, Instant::now());
+            if let Some(retained) = st.results.get(job_id) {
+                return Ok(AwaitOutcome::Finished(retained.outcome.clone()));
+            }
             let job = st
                 .jobs
                 .get(job_id)
@@ -265,35 +280,31 @@ impl Engine {
     /// [`EngineError::UnknownJob`].
     pub fn cancel(&self, job_id: &str) -> Result<bool, EngineError> {
         let mut st = self.shared.state.lock();
-        if !st.jobs.contains_key(job_id) {
-            return Err(EngineError::UnknownJob(job_id.to_string()));
-        }
         let Some(progress) = st.active.get(job_id) else {
-            return Ok(false);
+            return if st.results.contains_key(job_id) {
+                Ok(false)
+            } else {
+                Err(EngineError::UnknownJob(job_id.to_string()))
+            };
         };
         let was_running = progress.state != JobState::Queued;
-        let dropped = self.shared.finish_job(
-            &mut st,
-            job_id,
-            JobState::Cancelled,
-            Vec::new(),
-            "cancelled by request".to_string(),
-            Duration::ZERO,
-        );
+        let end = JobEnd::Cancelled {
+            reason: "cancelled by request".to_string(),
+        };
+        let dropped = self.shared.finish_job(&mut st, job_id, end);
         drop(st);
         drop(dropped);
         Ok(was_running)
     }
 
-    /// The state of a job, if known.
+    /// The state of a job, if known (active, or its result retained).
     pub fn job_state(&self, job_id: &str) -> Option<JobState> {
-        let st = self.shared.state.lock();
+        let mut st = self.shared.state.lock();
+        self.shared.prune_finished(&mut st, Instant::now());
         if let Some(p) = st.active.get(job_id) {
             return Some(p.state);
         }
-        st.jobs
-            .get(job_id)
-            .and_then(|j| j.outcome.borrow().as_ref().map(|o| o.state))
+        st.results.get(job_id).map(|r| r.outcome.state)
     }
 
     /// Loads an SRS ahead of use: (already resident, load time).
@@ -366,7 +377,9 @@ impl Engine {
 
     /// A snapshot of the daemon's state.
     pub fn status(&self) -> EngineStatus {
-        let st = self.shared.state.lock();
+        let mut st = self.shared.state.lock();
+        // Results expire by age even when no other job finishes.
+        self.shared.prune_finished(&mut st, Instant::now());
         let mut queues: Vec<KindQueue> = self
             .shared
             .registry
@@ -405,12 +418,7 @@ impl Engine {
             ("assembling", st.in_assembly as u64),
         ];
         let status = EngineStatus {
-            devices: self
-                .shared
-                .devices
-                .iter()
-                .map(|d| device_status(d))
-                .collect(),
+            devices: self.shared.devices.iter().map(|d| d.status()).collect(),
             srs: Vec::new(),
             queues,
             queued_by_priority,
@@ -421,6 +429,7 @@ impl Engine {
             total_failed: self.shared.metrics.total(Ending::Failed),
             total_cancelled: self.shared.metrics.total(Ending::Cancelled),
             uptime: self.shared.started.elapsed(),
+            queued_payload_bytes: st.active_payload_bytes,
             memory_reserved_bytes: st.reserved_bytes,
             memory_limit_bytes: self.shared.cfg.host_memory_budget_bytes,
             accepting: st.accepting,
@@ -439,6 +448,8 @@ impl Engine {
             queued_by_priority: status.queued_by_priority.clone(),
             partitions_by_stage: status.partitions_by_stage.clone(),
             active_jobs: status.active_jobs,
+            queued_payload_bytes: status.queued_payload_bytes,
+            retained_results: status.retained_results,
             memory_reserved_bytes: status.memory_reserved_bytes,
             memory_limit_bytes: status.memory_limit_bytes,
             srs_resident_bytes: status.srs.iter().map(|s| s.size_bytes).sum(),
@@ -446,6 +457,11 @@ impl Engine {
                 .devices
                 .iter()
                 .map(|d| (d.name.clone(), d.busy.as_secs_f64()))
+                .collect(),
+            device_health: status
+                .devices
+                .iter()
+                .map(|d| (d.name.clone(), d.in_service, d.faults_total))
                 .collect(),
             uptime_s: status.uptime.as_secs_f64(),
         };
@@ -458,7 +474,7 @@ impl Engine {
     }
 
     /// Stops accepting jobs, waits up to `drain` for accepted ones to finish, fails the
-    /// rest with a reason, and stops the workers (a prove in flight finishes and is
+    /// rest with a reason (retryable: another daemon can prove them), and stops the workers (a prove in flight finishes and is
     /// discarded).
     pub async fn shutdown(&self, drain: Duration) -> ShutdownReport {
         let active_at_start = {
@@ -487,14 +503,8 @@ impl Engine {
         );
         let mut dropped = Vec::new();
         for id in &remaining {
-            dropped.extend(self.shared.finish_job(
-                &mut st,
-                id,
-                JobState::Failed,
-                Vec::new(),
-                reason.clone(),
-                Duration::ZERO,
-            ));
+            let end = JobEnd::retryable(reason.clone());
+            dropped.extend(self.shared.finish_job(&mut st, id, end));
         }
         st.stopping = true;
         drop(st);
@@ -510,35 +520,31 @@ impl Engine {
         }
     }
 
-    fn lookup_request(
-        &self,
-        st: &State,
-        request_id: &str,
-        digest: &[u8; 32],
-    ) -> Result<Option<SubmitOutcome>, EngineError> {
+    /// The submit of identity (`request_id`, `digest`) attaches to the newest job with it
+    /// when that job is active or completed; a failed or cancelled one is retried as a new
+    /// job (Curio's retries reuse deterministic ids).
+    fn attach(&self, st: &State, request_id: &str, digest: &[u8; 32]) -> Option<SubmitOutcome> {
         if request_id.is_empty() {
-            return Ok(None);
+            return None;
         }
-        let Some(job) = st.by_request.get(request_id).and_then(|id| st.jobs.get(id)) else {
-            return Ok(None);
-        };
-        if &job.digest != digest {
-            return Err(EngineError::RequestIdConflict {
-                request_id: request_id.to_string(),
-                job_id: job.id.clone(),
-            });
-        }
-        let queue_position = if st.active.contains_key(&job.id) {
+        let id = st.by_identity.get(&(request_id.to_string(), *digest))?;
+        let queue_position = if let Some(job) = st.jobs.get(id) {
             self.position(st, job)
-        } else {
+        } else if st
+            .results
+            .get(id)
+            .is_some_and(|r| r.outcome.state == JobState::Completed)
+        {
             0
+        } else {
+            return None;
         };
-        Ok(Some(SubmitOutcome {
-            job_id: job.id.clone(),
+        Some(SubmitOutcome {
+            job_id: id.clone(),
             queue_position,
             assigned_device: self.device_names(),
             attached: true,
-        }))
+        })
     }
 
     /// Active jobs scheduled before `job`.
@@ -559,45 +565,4 @@ impl Engine {
             .collect::<Vec<_>>()
             .join(",")
     }
-}
-
-fn device_status(d: &Device) -> DeviceStatus {
-    let current = d.current.lock().clone();
-    DeviceStatus {
-        name: d.spec.name.clone(),
-        hardware: d.spec.hardware.clone(),
-        is_gpu: d.spec.is_gpu,
-        ordinal: d.spec.ordinal,
-        vram_total_bytes: d.spec.vram_total_bytes,
-        workers: d.workers,
-        busy: d.busy(),
-        current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
-        current_kind: current.map(|c| Some(c.1)).unwrap_or(None),
-    }
-}
-
-/// The idempotency digest: kind and every request field, length-prefixed.
-fn payload_digest(spec: &JobSpec) -> [u8; 32] {
-    let r = &spec.request;
-    let mut h = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
-    };
-    field(spec.kind.as_str().as_bytes());
-    field(&r.sector_size.to_le_bytes());
-    field(&r.registered_proof.to_le_bytes());
-    field(&r.vanilla_proof);
-    field(&(r.vanilla_proofs.len() as u64).to_le_bytes());
-    for p in &r.vanilla_proofs {
-        field(p);
-    }
-    field(&r.sector_number.to_le_bytes());
-    field(&r.miner_id.to_le_bytes());
-    field(&r.randomness);
-    field(&r.partition_index.to_le_bytes());
-    field(&r.comm_r_old);
-    field(&r.comm_r_new);
-    field(&r.comm_d_new);
-    h.finalize().into()
 }

@@ -15,14 +15,11 @@ pub enum EngineError {
         /// The kind's name.
         kind: String,
     },
-    /// The request id is already used by a job with a different payload.
-    #[error("invalid request_id: {request_id:?} is already used by job {job_id} with a different payload")]
-    RequestIdConflict {
-        /// The request id.
-        request_id: String,
-        /// The job that holds it.
-        job_id: String,
-    },
+    /// Accepting the job would pass a configured admission limit (`max_queued_jobs`,
+    /// `max_queued_bytes`); the message names the limit. Nothing was accepted: retry later
+    /// or elsewhere.
+    #[error("resource exhausted: {0}")]
+    ResourceExhausted(String),
     /// No parameters are known or found for a circuit id.
     #[error("unknown SRS circuit_id {circuit_id:?}: {reason}")]
     UnknownSrs {

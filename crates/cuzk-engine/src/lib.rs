@@ -9,8 +9,13 @@
 //! assembled and verified by its kind before the job completes. Both queues serve
 //! priority first, then the oldest job, then the lowest partition index.
 //!
+//! A device fault (a backend error or panic, a GPU call past `prove_timeout`, a proof that
+//! fails verification) sends the partition to another device in service or to the CPU
+//! fallback, and repeated faults take the device out of service (`faults.rs`).
+//!
 //! Proof kinds plug in through [`KindRegistry`]; devices through [`DeviceSpec`] (an
-//! `Arc<dyn Backend>` each). The engine works fully on the CPU backend.
+//! `Arc<dyn Backend>` each). The engine works fully on the CPU backend. Its default pool
+//! and memory sizes derive from the machine ([`sizing`]).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -18,8 +23,10 @@ pub mod config;
 pub mod device;
 mod engine;
 pub mod error;
+mod faults;
 pub mod metrics;
 pub mod registry;
+pub mod sizing;
 pub mod srs_manager;
 mod state;
 pub mod status;
@@ -40,6 +47,7 @@ pub use cuzk_groth16::ProofRequest;
 pub use device::DeviceSpec;
 pub use engine::{Engine, ShutdownReport};
 pub use error::EngineError;
+pub use faults::RetryCause;
 pub use registry::{KindRegistry, ParamsProvider};
 pub use srs_manager::{SrsStatus, SrsTier};
 pub use status::{DeviceStatus, EngineStatus, KindQueue};

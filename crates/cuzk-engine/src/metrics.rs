@@ -9,7 +9,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::timeline::Stage;
-use crate::{Priority, ProofKindId};
+use crate::{Priority, ProofKindId, RetryCause};
 
 /// Histogram bucket upper bounds in seconds (partition stages span ms to minutes).
 const BUCKETS_S: [f64; 15] = [
@@ -56,12 +56,37 @@ pub enum Ending {
     Cancelled,
 }
 
+/// An admission limit that refused a submit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// `max_queued_jobs`.
+    MaxQueuedJobs,
+    /// `max_queued_bytes`.
+    MaxQueuedBytes,
+}
+
+impl Limit {
+    /// Every limit.
+    pub const ALL: [Limit; 2] = [Limit::MaxQueuedJobs, Limit::MaxQueuedBytes];
+
+    /// The config key's name, also the metrics label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::MaxQueuedJobs => "max_queued_jobs",
+            Limit::MaxQueuedBytes => "max_queued_bytes",
+        }
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     // [kind][ending]
     endings: [[u64; 3]; ProofKindId::ALL.len()],
+    refused: [u64; Limit::ALL.len()],
     stages: [Histogram; TIMED_STAGES.len()],
     job_total: [Histogram; ProofKindId::ALL.len()],
+    // [cause], see faults.rs
+    retries: [u64; RetryCause::ALL.len()],
 }
 
 /// Counters and histograms, updated by the pipeline.
@@ -79,6 +104,10 @@ pub struct Gauges {
     pub partitions_by_stage: Vec<(&'static str, u64)>,
     /// Active (unfinished) jobs.
     pub active_jobs: u64,
+    /// Request payload bytes of active jobs.
+    pub queued_payload_bytes: u64,
+    /// Finished results retained.
+    pub retained_results: u64,
     /// Host bytes reserved by partitions in flight.
     pub memory_reserved_bytes: u64,
     /// The host memory budget.
@@ -89,6 +118,8 @@ pub struct Gauges {
     pub device_busy_s: Vec<(String, f64)>,
     /// Seconds since the engine started.
     pub uptime_s: f64,
+    /// Per device: name, whether it is in service, faults since start.
+    pub device_health: Vec<(String, bool, u64)>,
 }
 
 fn kind_index(kind: ProofKindId) -> usize {
@@ -114,10 +145,22 @@ impl Metrics {
         }
     }
 
+    /// Counts a submit refused by admission control.
+    pub fn submit_refused(&self, limit: Limit) {
+        self.inner.lock().refused[limit as usize] += 1;
+    }
+
     /// Observes one stage's latency.
     pub fn stage(&self, stage: Stage, elapsed: Duration) {
         if let Some(i) = TIMED_STAGES.iter().position(|s| *s == stage) {
             self.inner.lock().stages[i].observe(elapsed.as_secs_f64());
+        }
+    }
+
+    /// Counts a partition sent to another device (or the CPU) after a fault.
+    pub fn partition_retried(&self, cause: RetryCause) {
+        if let Some(i) = RetryCause::ALL.iter().position(|c| *c == cause) {
+            self.inner.lock().retries[i] += 1;
         }
     }
 
@@ -159,6 +202,31 @@ impl Metrics {
         );
         scalar(
             &mut out,
+            "cuzk_queued_payload_bytes",
+            "request payload bytes of jobs accepted and not finished",
+            gauges.queued_payload_bytes as f64,
+        );
+        scalar(
+            &mut out,
+            "cuzk_retained_results",
+            "finished results kept for AwaitProof and re-submits",
+            gauges.retained_results as f64,
+        );
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_submits_refused_total submits refused by an admission limit"
+        );
+        let _ = writeln!(out, "# TYPE cuzk_submits_refused_total counter");
+        for limit in Limit::ALL {
+            let _ = writeln!(
+                out,
+                "cuzk_submits_refused_total{{limit=\"{}\"}} {}",
+                limit.as_str(),
+                inner.refused[limit as usize]
+            );
+        }
+        scalar(
+            &mut out,
             "cuzk_memory_reserved_bytes",
             "host bytes reserved by partitions in flight",
             gauges.memory_reserved_bytes as f64,
@@ -192,6 +260,7 @@ impl Metrics {
                 "cuzk_device_busy_seconds_total{{device=\"{device}\"}} {s}"
             );
         }
+        render_faults(&mut out, gauges, &inner.retries);
         for (name, ending) in [
             ("cuzk_proofs_completed_total", Ending::Completed),
             ("cuzk_proofs_failed_total", Ending::Failed),
@@ -238,9 +307,50 @@ impl Inner {
     fn clone_inner(&self) -> Inner {
         Inner {
             endings: self.endings,
+            refused: self.refused,
             stages: self.stages.clone(),
             job_total: self.job_total.clone(),
+            retries: self.retries,
         }
+    }
+}
+
+/// Device health and partition retries (faults.rs).
+fn render_faults(out: &mut String, gauges: &Gauges, retries: &[u64; RetryCause::ALL.len()]) {
+    gauge_header(
+        out,
+        "cuzk_device_in_service",
+        "1 while the device takes partitions, 0 once faults took it out of service",
+    );
+    for (device, in_service, _) in &gauges.device_health {
+        let _ = writeln!(
+            out,
+            "cuzk_device_in_service{{device=\"{device}\"}} {}",
+            u8::from(*in_service)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP cuzk_device_faults_total backend errors, panics, hung calls and unverified proofs, by device"
+    );
+    let _ = writeln!(out, "# TYPE cuzk_device_faults_total counter");
+    for (device, _, faults) in &gauges.device_health {
+        let _ = writeln!(
+            out,
+            "cuzk_device_faults_total{{device=\"{device}\"}} {faults}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP cuzk_partition_retries_total partitions sent to another device or the CPU, by cause"
+    );
+    let _ = writeln!(out, "# TYPE cuzk_partition_retries_total counter");
+    for (cause, n) in RetryCause::ALL.iter().zip(retries) {
+        let _ = writeln!(
+            out,
+            "cuzk_partition_retries_total{{cause=\"{}\"}} {n}",
+            cause.as_str()
+        );
     }
 }
 
@@ -310,5 +420,20 @@ mod tests {
             "{text}"
         );
         assert_eq!(metrics.total(Ending::Completed), 1);
+    }
+
+    #[test]
+    fn refused_submits_are_counted_per_limit() {
+        let metrics = Metrics::new();
+        metrics.submit_refused(Limit::MaxQueuedBytes);
+        let text = metrics.render(&Gauges::default());
+        assert!(
+            text.contains("cuzk_submits_refused_total{limit=\"max_queued_bytes\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cuzk_submits_refused_total{limit=\"max_queued_jobs\"} 0"),
+            "{text}"
+        );
     }
 }

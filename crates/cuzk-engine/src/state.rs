@@ -1,8 +1,10 @@
-//! The engine's shared state behind one lock: the job tracker (jobs by id, request-id
-//! idempotency, bounded retention of finished results), the two scheduling queues
-//! (partitions to synthesize, synthesized partitions waiting for a prover) ordered
-//! priority first, then oldest job, then partition index, and the host-memory budget with
-//! its RAII [`Reservation`]s. Workers live in `workers.rs`; the public API in `engine.rs`.
+//! The engine's shared state behind one lock: the job tracker (active jobs by id, job
+//! identity = request id + payload digest, bounded retention of finished results, the
+//! totals that admission control checks), the two scheduling queues (partitions to
+//! synthesize, synthesized partitions waiting for a prover) ordered priority first, then
+//! oldest job, then partition index, the host-memory budget with its RAII
+//! [`Reservation`]s, and how a job ends ([`JobEnd`]). Workers live in `workers.rs`; the
+//! public API in `engine.rs`.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -11,19 +13,70 @@ use std::time::{Duration, Instant};
 
 use cuzk_groth16::{Assignment, PartitionedProof, Proof, VerifyingKey};
 use parking_lot::{Condvar, Mutex};
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::device::Device;
-use crate::metrics::{Ending, Metrics};
+use crate::faults::{JobFaults, Route};
+use crate::metrics::{Ending, Limit, Metrics};
 use crate::srs_manager::{SrsLease, SrsManager};
 use crate::timeline::Timeline;
-use crate::{EngineConfig, JobOutcome, JobState, JobTimings, KindRegistry, Priority, ProofKindId};
+use crate::{
+    EngineConfig, EngineError, JobOutcome, JobSpec, JobState, JobTimings, KindRegistry, Priority,
+    ProofKindId,
+};
 
 /// Scheduling order: higher priority first, then the older job, then the lower partition.
 pub(crate) type TaskKey = (Reverse<Priority>, u64, u32);
 
-/// An accepted job; immutable after submission.
+/// A job's identity: the caller's request id and the digest of its payload.
+pub(crate) type Identity = (String, [u8; 32]);
+
+/// How a job ends: the one way to finish it ([`Shared::finish_job`]).
+pub(crate) enum JobEnd {
+    /// All partitions proved; the assembled proof verified.
+    Completed {
+        /// The proof bytes the client receives.
+        proof: Vec<u8>,
+        /// Assembly and verification time.
+        assembly: Duration,
+    },
+    /// It cannot complete.
+    Failed {
+        /// Why, naming the partition or stage.
+        reason: String,
+        /// Whether a retry elsewhere or later may succeed (see [`JobOutcome::retryable`]).
+        retryable: bool,
+    },
+    /// A client cancelled it.
+    Cancelled {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl JobEnd {
+    /// A failure the request itself causes: a retry would fail the same way.
+    pub fn failed(reason: impl Into<String>) -> JobEnd {
+        JobEnd::Failed {
+            reason: reason.into(),
+            retryable: false,
+        }
+    }
+
+    /// A failure of this daemon, not of the request: a retry elsewhere or later may succeed.
+    pub fn retryable(reason: impl Into<String>) -> JobEnd {
+        JobEnd::Failed {
+            reason: reason.into(),
+            retryable: true,
+        }
+    }
+}
+
+/// An accepted job; immutable after submission. It holds the parsed request, which
+/// synthesis and the verification at assembly need; once the job ends only its
+/// [`JobOutcome`] is kept.
 pub(crate) struct Job {
     pub id: String,
     pub seq: u64,
@@ -35,6 +88,8 @@ pub(crate) struct Job {
     pub circuit_id: String,
     pub n_partitions: usize,
     pub host_bytes: u64,
+    /// Request payload bytes, counted against `max_queued_bytes` while the job is active.
+    pub payload_bytes: u64,
     pub submitted: Instant,
     pub outcome: watch::Sender<Option<Arc<JobOutcome>>>,
 }
@@ -55,6 +110,8 @@ pub(crate) struct Progress {
     pub synthesis: Duration,
     pub compute: Duration,
     pub vk: Option<VerifyingKey>,
+    /// Which device proved each partition, and CPU retries (faults.rs).
+    pub faults: JobFaults,
 }
 
 /// A synthesized partition waiting for a prover. Its reservation and SRS lease travel
@@ -62,20 +119,36 @@ pub(crate) struct Progress {
 pub(crate) struct Ready {
     pub job: Arc<Job>,
     pub partition_idx: u32,
-    pub asg: Assignment,
+    /// Shared with a watched backend call, which may outlive its watcher (faults.rs).
+    pub asg: Arc<Assignment>,
     pub reservation: Reservation,
     pub lease: SrsLease,
     pub ready_at: Instant,
+    /// The devices that may still prove it.
+    pub route: Route,
+}
+
+/// A finished result kept for `AwaitProof` and re-submits.
+pub(crate) struct Retained {
+    pub outcome: Arc<JobOutcome>,
+    pub digest: [u8; 32],
 }
 
 /// Everything behind the engine's lock.
 #[derive(Default)]
 pub(crate) struct State {
-    /// Every known job: active ones and retained finished ones.
+    /// Active jobs (accepted, not finished); the same keys as `active`.
     pub jobs: HashMap<String, Arc<Job>>,
     pub active: HashMap<String, Progress>,
-    pub by_request: HashMap<String, String>,
+    /// Payload bytes of the active jobs (admission: `max_queued_bytes`).
+    pub active_payload_bytes: u64,
+    /// Finished results by job id; `finished` orders them oldest first for pruning.
+    pub results: HashMap<String, Retained>,
     pub finished: VecDeque<(String, Instant)>,
+    /// Identity → the newest job with it (active or retained).
+    pub by_identity: HashMap<Identity, String>,
+    /// Request id → the newest job submitted under it (active or retained).
+    pub by_request: HashMap<String, String>,
     pub synth_queue: BTreeMap<TaskKey, Arc<Job>>,
     pub ready: BTreeMap<TaskKey, Ready>,
     pub in_synthesis: usize,
@@ -101,7 +174,8 @@ pub(crate) struct Shared {
     /// Prove workers wait here for synthesized partitions.
     pub prove_cv: Condvar,
     pub started: Instant,
-    /// Makes job ids unique across daemon restarts.
+    /// Makes job ids unique across daemon restarts and across daemons: the start time
+    /// (ms, hex) and 64 random bits from the OS (hex).
     pub id_prefix: String,
 }
 
@@ -122,21 +196,40 @@ impl Drop for Reservation {
 }
 
 impl Shared {
-    /// Takes the next partition to synthesize if look-ahead and the memory budget allow,
-    /// strictly in scheduling order (a big partition at the head is not overtaken by a
-    /// small one behind it). A partition bigger than the whole budget runs alone.
+    /// Whether synthesis worker `worker_idx` belongs to the CRITICAL lane: the
+    /// `critical_synthesis_workers` threads numbered after the general pool.
+    pub fn is_critical_lane(&self, worker_idx: usize) -> bool {
+        worker_idx >= self.cfg.synthesis_workers
+    }
+
+    /// Takes the next partition to synthesize for worker `worker_idx` if look-ahead and the
+    /// memory budget allow, strictly in scheduling order (a big partition at the head is
+    /// not overtaken by a small one behind it). A partition bigger than the whole budget
+    /// runs alone. A CRITICAL-lane worker takes CRITICAL partitions only, without the
+    /// look-ahead bound or the budget check: the lane exists so that CRITICAL work never
+    /// waits for the general pool, and it overdraws the budget by at most one (small)
+    /// partition per lane worker.
     pub fn pick_synthesis(
         self: &Arc<Self>,
         st: &mut State,
+        worker_idx: usize,
     ) -> Option<(Arc<Job>, u32, Reservation)> {
-        if st.in_synthesis + st.ready.len() >= self.cfg.synthesis_workers + self.cfg.handoff_depth {
-            return None;
+        let (key, job) = st.synth_queue.first_key_value()?;
+        if self.is_critical_lane(worker_idx) {
+            if key.0 .0 != Priority::Critical {
+                return None;
+            }
+        } else {
+            let look_ahead = self.cfg.synthesis_workers + self.cfg.handoff_depth;
+            if st.in_synthesis + st.ready.len() >= look_ahead {
+                return None;
+            }
+            let budget = self.cfg.host_memory_budget_bytes;
+            if st.reserved_bytes > 0 && st.reserved_bytes + job.host_bytes > budget {
+                return None;
+            }
         }
-        let (_, job) = st.synth_queue.first_key_value()?;
         let bytes = job.host_bytes;
-        if st.reserved_bytes > 0 && st.reserved_bytes + bytes > self.cfg.host_memory_budget_bytes {
-            return None;
-        }
         let (key, job) = st.synth_queue.pop_first()?;
         st.reserved_bytes += bytes;
         st.in_synthesis += 1;
@@ -157,23 +250,17 @@ impl Shared {
     }
 
     /// Ends an active job: removes its queued partitions, publishes the outcome, counts
-    /// it and retains the result. Returns the synthesized partitions it held, which the
-    /// caller drops after releasing the lock. A job that is no longer active is left alone.
-    pub fn finish_job(
-        &self,
-        st: &mut State,
-        job_id: &str,
-        state: JobState,
-        proof: Vec<u8>,
-        error: String,
-        assembly: Duration,
-    ) -> Vec<Ready> {
+    /// it and retains the result (the outcome, not the parsed request). Returns the
+    /// synthesized partitions it held, which the caller drops after releasing the lock. A
+    /// job that is no longer active is left alone.
+    pub fn finish_job(&self, st: &mut State, job_id: &str, end: JobEnd) -> Vec<Ready> {
         let Some(progress) = st.active.remove(job_id) else {
             return Vec::new();
         };
-        let Some(job) = st.jobs.get(job_id).cloned() else {
+        let Some(job) = st.jobs.remove(job_id) else {
             return Vec::new();
         };
+        st.active_payload_bytes = st.active_payload_bytes.saturating_sub(job.payload_bytes);
         st.synth_queue.retain(|_, j| j.id != job_id);
         let keys: Vec<TaskKey> = st
             .ready
@@ -184,6 +271,25 @@ impl Shared {
         let dropped: Vec<Ready> = keys.iter().filter_map(|k| st.ready.remove(k)).collect();
 
         let now = Instant::now();
+        let (state, proof, error, retryable, assembly) = match end {
+            JobEnd::Completed { proof, assembly } => {
+                (JobState::Completed, proof, String::new(), false, assembly)
+            }
+            JobEnd::Failed { reason, retryable } => (
+                JobState::Failed,
+                Vec::new(),
+                reason,
+                retryable,
+                Duration::ZERO,
+            ),
+            JobEnd::Cancelled { reason } => (
+                JobState::Cancelled,
+                Vec::new(),
+                reason,
+                false,
+                Duration::ZERO,
+            ),
+        };
         let timings = JobTimings {
             queue_wait: progress
                 .first_start
@@ -206,23 +312,63 @@ impl Shared {
                 info!(job = %job.id, kind = %job.kind, total_ms = timings.total.as_millis() as u64, "job completed")
             }
             _ => {
-                warn!(job = %job.id, kind = %job.kind, state = state.as_str(), reason = %error, "job ended")
+                warn!(job = %job.id, kind = %job.kind, state = state.as_str(), retryable, reason = %error, "job ended")
             }
         }
-        let outcome = JobOutcome {
+        let outcome = Arc::new(JobOutcome {
             job_id: job.id.clone(),
             request_id: job.request_id.clone(),
             kind: job.kind,
             state,
             proof,
             error,
+            retryable,
             timings,
-        };
-        job.outcome.send_replace(Some(Arc::new(outcome)));
+        });
+        job.outcome.send_replace(Some(outcome.clone()));
+        st.results.insert(
+            job.id.clone(),
+            Retained {
+                outcome,
+                digest: job.digest,
+            },
+        );
         st.finished.push_back((job.id.clone(), now));
         self.prune_finished(st, now);
         self.synth_cv.notify_all();
         dropped
+    }
+
+    /// Admission control: refuses a new job of `payload_bytes` beyond `max_queued_jobs` or
+    /// `max_queued_bytes` (one job bigger than the byte limit runs when it is alone).
+    pub fn admit(&self, st: &State, payload_bytes: u64) -> Result<(), EngineError> {
+        let cfg = &self.cfg;
+        let refuse = |limit: Limit, message: String| {
+            self.metrics.submit_refused(limit);
+            warn!(limit = limit.as_str(), "submit refused: {message}");
+            Err(EngineError::ResourceExhausted(message))
+        };
+        if st.jobs.len() >= cfg.max_queued_jobs {
+            return refuse(
+                Limit::MaxQueuedJobs,
+                format!(
+                    "{} jobs queued or running, max_queued_jobs is {}",
+                    st.jobs.len(),
+                    cfg.max_queued_jobs
+                ),
+            );
+        }
+        let total = st.active_payload_bytes + payload_bytes;
+        if !st.jobs.is_empty() && total > cfg.max_queued_bytes {
+            return refuse(
+                Limit::MaxQueuedBytes,
+                format!(
+                    "{} payload bytes queued or running plus {payload_bytes} would pass max_queued_bytes {}",
+                    st.active_payload_bytes, cfg.max_queued_bytes
+                ),
+            );
+        }
+        Ok(())
     }
 
     /// Forgets finished results beyond the retention count or age.
@@ -235,11 +381,55 @@ impl Shared {
             }
             let id = id.clone();
             st.finished.pop_front();
-            if let Some(job) = st.jobs.remove(&id) {
-                if st.by_request.get(&job.request_id) == Some(&id) {
-                    st.by_request.remove(&job.request_id);
-                }
+            let Some(retained) = st.results.remove(&id) else {
+                continue;
+            };
+            let request_id = &retained.outcome.request_id;
+            if st.by_request.get(request_id) == Some(&id) {
+                st.by_request.remove(request_id);
+            }
+            let identity = (request_id.clone(), retained.digest);
+            if st.by_identity.get(&identity) == Some(&id) {
+                st.by_identity.remove(&identity);
             }
         }
     }
+}
+
+/// The request's payload bytes, for `max_queued_bytes`.
+pub(crate) fn payload_bytes(spec: &JobSpec) -> u64 {
+    let r = &spec.request;
+    let proofs: usize = r.vanilla_proofs.iter().map(Vec::len).sum();
+    (r.vanilla_proof.len()
+        + proofs
+        + r.randomness.len()
+        + r.comm_r_old.len()
+        + r.comm_r_new.len()
+        + r.comm_d_new.len()) as u64
+}
+
+/// The payload digest of a job's identity: kind and every request field, length-prefixed.
+pub(crate) fn payload_digest(spec: &JobSpec) -> [u8; 32] {
+    let r = &spec.request;
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(spec.kind.as_str().as_bytes());
+    field(&r.sector_size.to_le_bytes());
+    field(&r.registered_proof.to_le_bytes());
+    field(&r.vanilla_proof);
+    field(&(r.vanilla_proofs.len() as u64).to_le_bytes());
+    for p in &r.vanilla_proofs {
+        field(p);
+    }
+    field(&r.sector_number.to_le_bytes());
+    field(&r.miner_id.to_le_bytes());
+    field(&r.randomness);
+    field(&r.partition_index.to_le_bytes());
+    field(&r.comm_r_old);
+    field(&r.comm_r_new);
+    field(&r.comm_d_new);
+    h.finalize().into()
 }

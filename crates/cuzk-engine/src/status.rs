@@ -28,6 +28,20 @@ pub struct DeviceStatus {
     pub current_job_id: String,
     /// That job's kind.
     pub current_kind: Option<ProofKindId>,
+    // Fault handling (see faults.rs).
+    /// The CPU fallback device: proves only partitions no in-service device may take.
+    pub fallback: bool,
+    /// False once faults took the device out of service; no partition goes to it then.
+    pub in_service: bool,
+    /// Why it is out of service (empty while in service).
+    pub out_of_service_reason: String,
+    /// How long it has been out of service.
+    pub out_of_service_for: Option<Duration>,
+    /// Faults since start: backend errors, panics, hung calls, proofs that failed
+    /// verification.
+    pub faults_total: u64,
+    /// The last fault's reason (empty if none).
+    pub last_fault: String,
 }
 
 /// Jobs of one kind.
@@ -66,6 +80,8 @@ pub struct EngineStatus {
     pub total_cancelled: u64,
     /// Time since start.
     pub uptime: Duration,
+    /// Request payload bytes of jobs accepted and not finished (`max_queued_bytes`).
+    pub queued_payload_bytes: u64,
     /// Host bytes reserved by partitions in flight.
     pub memory_reserved_bytes: u64,
     /// The host memory budget.

@@ -114,7 +114,10 @@ impl fmt::Display for Priority {
 /// What a client submits.
 #[derive(Clone, Debug)]
 pub struct JobSpec {
-    /// The caller's idempotency key; empty means "no key" (every submit is a new job).
+    /// The caller's key. With a digest of the payload it names the job: a submit with the
+    /// same id and payload attaches to the running or completed job, while the same id with
+    /// a different payload (Curio sends every WindowPoSt partition of a deadline under one
+    /// id) is a new job. Empty means "no key" (every submit is a new job).
     pub request_id: String,
     /// The proof kind.
     pub kind: ProofKindId,
@@ -199,6 +202,10 @@ pub struct JobOutcome {
     pub proof: Vec<u8>,
     /// Why it failed or was cancelled (empty when completed).
     pub error: String,
+    /// True for a failure that a retry elsewhere or later may fix (the drain timeout at
+    /// shutdown passed, no healthy device, a parameters file that cannot load); false when
+    /// completed or cancelled, and for failures that the request itself causes.
+    pub retryable: bool,
     /// Where the time went.
     pub timings: JobTimings,
 }
@@ -212,7 +219,7 @@ pub struct SubmitOutcome {
     pub queue_position: u32,
     /// The device(s) that will prove it ("gpu:0", "cpu"); empty if not known yet.
     pub assigned_device: String,
-    /// True when the request id matched an existing job with the same payload.
+    /// True when the request id and payload matched a running or completed job.
     pub attached: bool,
 }
 

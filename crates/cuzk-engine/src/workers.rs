@@ -1,24 +1,25 @@
 //! The pipeline's threads: synthesis workers (admit a partition under the memory budget,
 //! lease its SRS, synthesize), prove workers (one set per device, take the next
-//! synthesized partition in scheduling order, prove it under the device's compute token)
-//! and per-job assembly (lay out and verify the proof, complete the job). Every exit path
-//! of a partition either hands it on or ends its job with a reason; panics in kind or
-//! backend code fail the job, never the daemon.
+//! synthesized partition its device may prove, in scheduling order, and prove it under the
+//! device's compute token) and per-job assembly (lay out and verify the proof, complete
+//! the job). Every exit path of a partition either hands it on or ends its job with a
+//! reason; a device fault sends the partition to another device (`faults.rs`); panics in
+//! kind or backend code fail the partition or the job, never the daemon.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_groth16::{Proof, ProveReport, Scalar, VerifyingKey};
-use ff::Field;
+use cuzk_groth16::{KindError, Proof, VerifyingKey};
 use tracing::debug;
 
 use crate::device::Device;
-use crate::state::{Job, Ready, Shared};
+use crate::faults::{self, CallOutcome, RetryCause, Route};
+use crate::state::{Job, JobEnd, Ready, Shared, State};
 use crate::timeline::{Stage, TimelineEvent};
 use crate::JobState;
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -39,17 +40,10 @@ fn event(job: &Job, partition_idx: u32, stage: Stage, worker: &str, device: &str
     }
 }
 
-/// Fails `job` with `reason` and drops what it held outside the lock.
-fn fail_job(shared: &Arc<Shared>, job: &Job, reason: String) {
+/// Fails `job` and drops what it held outside the lock.
+fn fail_job(shared: &Arc<Shared>, job: &Job, end: JobEnd) {
     let mut st = shared.state.lock();
-    let dropped = shared.finish_job(
-        &mut st,
-        &job.id,
-        JobState::Failed,
-        Vec::new(),
-        reason,
-        Duration::ZERO,
-    );
+    let dropped = shared.finish_job(&mut st, &job.id, end);
     drop(st);
     drop(dropped);
 }
@@ -64,13 +58,23 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                 if st.stopping {
                     return;
                 }
-                if let Some(picked) = shared.pick_synthesis(&mut st) {
+                if let Some(picked) = shared.pick_synthesis(&mut st, worker_idx) {
                     break picked;
                 }
                 shared.synth_cv.wait(&mut st);
             }
         };
         debug!(job = %job.id, partition = partition_idx, worker = %lane, "synthesis start");
+        if !Route::default().has_taker(&shared.devices) {
+            let mut st = shared.state.lock();
+            st.in_synthesis -= 1;
+            let dropped =
+                faults::fail_no_device(&shared, &mut st, &job.id, "every device is out of service");
+            drop(st);
+            drop(dropped);
+            drop(reservation);
+            continue;
+        }
 
         let t_lease = Instant::now();
         let lease = match shared.srs.acquire(&job.circuit_id) {
@@ -91,7 +95,9 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
             Err(err) => {
                 shared.state.lock().in_synthesis -= 1;
                 drop(reservation);
-                fail_job(&shared, &job, format!("partition {partition_idx}: {err}"));
+                // Parameters that cannot load here may load on another daemon.
+                let reason = format!("partition {partition_idx}: {err}");
+                fail_job(&shared, &job, JobEnd::retryable(reason));
                 continue;
             }
         };
@@ -114,31 +120,42 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
         let (dropped, discard) = match result {
             _ if !active => (Vec::new(), Some((reservation, lease))),
             Ok(Ok(asg)) => {
+                let mut cpu_only = false;
                 if let Some(p) = st.active.get_mut(&job.id) {
                     p.synthesis += t1 - t0;
+                    cpu_only = p.faults.cpu_retried[partition_idx as usize];
                 }
-                let key = job.key(partition_idx);
-                let ready = Ready {
-                    job: job.clone(),
-                    partition_idx,
-                    asg,
-                    reservation,
-                    lease,
-                    ready_at: t1,
+                let route = Route {
+                    failed_on: Vec::new(),
+                    cpu_only,
                 };
-                st.ready.insert(key, ready);
-                shared.prove_cv.notify_one();
-                (Vec::new(), None)
+                if route.has_taker(&shared.devices) {
+                    let key = job.key(partition_idx);
+                    let ready = Ready {
+                        job: job.clone(),
+                        partition_idx,
+                        asg: Arc::new(asg),
+                        reservation,
+                        lease,
+                        ready_at: t1,
+                        route,
+                    };
+                    st.ready.insert(key, ready);
+                    // Not every worker may take it (routes): wake them all.
+                    shared.prove_cv.notify_all();
+                    (Vec::new(), None)
+                } else {
+                    let dropped = faults::fail_no_device(
+                        &shared,
+                        &mut st,
+                        &job.id,
+                        "no device in service may prove its partitions",
+                    );
+                    (dropped, Some((reservation, lease)))
+                }
             }
             Ok(Err(err)) => {
-                let dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    err.to_string(),
-                    Duration::ZERO,
-                );
+                let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(err.to_string()));
                 (dropped, Some((reservation, lease)))
             }
             Err(panic) => {
@@ -146,14 +163,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                     "synthesis of partition {partition_idx} panicked: {}",
                     panic_message(&*panic)
                 );
-                let dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    reason,
-                    Duration::ZERO,
-                );
+                let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(reason));
                 (dropped, Some((reservation, lease)))
             }
         };
@@ -174,7 +184,12 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
                 if st.stopping {
                     return;
                 }
-                if let Some((_, ready)) = st.ready.pop_first() {
+                let key = st
+                    .ready
+                    .iter()
+                    .find(|(_, r)| r.route.admits(&shared.devices, &device))
+                    .map(|(key, _)| *key);
+                if let Some(ready) = key.and_then(|key| st.ready.remove(&key)) {
                     st.in_proving += 1;
                     if let Some(p) = st.active.get_mut(&ready.job.id) {
                         p.state = JobState::Proving;
@@ -186,164 +201,230 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
         };
         // The hand-off queue shrank: synthesis may run ahead again.
         shared.synth_cv.notify_all();
-        let Ready {
-            job,
-            partition_idx,
-            asg,
-            reservation,
-            lease,
-            ready_at,
-        } = ready;
-        let t_pop = Instant::now();
-        let dev_name = device.spec.name.as_str();
-        shared.metrics.stage(Stage::Queue, t_pop - ready_at);
-        shared.timeline.record(
-            event(&job, partition_idx, Stage::Queue, &lane, dev_name),
-            ready_at,
-            t_pop,
-        );
-
-        *device.current.lock() = Some((job.id.clone(), job.kind));
-        // A backend that owns its device's token takes it itself, only around its kernels;
-        // otherwise the engine holds the token around the whole compute call.
-        let owns_token = device.spec.backend.owns_compute_token();
-        let token = (!owns_token).then(|| device.token.acquire());
-        let t_start = Instant::now();
-        if !owns_token {
-            shared.metrics.stage(Stage::TokenWait, t_start - t_pop);
-            shared.timeline.record(
-                event(&job, partition_idx, Stage::TokenWait, &lane, dev_name),
-                t_pop,
-                t_start,
-            );
-        }
-        let result =
-            std::panic::catch_unwind(AssertUnwindSafe(|| prove_one(&asg, &lease, &device)));
-        let t_end = Instant::now();
-        drop(token);
-        let compute_event = event(&job, partition_idx, Stage::Compute, &lane, dev_name);
-        // The interval the device was held: the whole call, or the backend's own hold
-        // (which starts where its `token_wait` stage ends; the stages before it, such as
-        // its uploads, ran outside the token).
-        let (held_from, held_to) = match (&result, owns_token) {
-            (Ok(Ok((_, report))), true) => {
-                let at = report.stages.iter().position(|s| s.name == "token_wait");
-                let before: Duration = report.stages[..at.unwrap_or(0)]
-                    .iter()
-                    .map(|s| s.wall)
-                    .sum();
-                let wait = at.map_or(Duration::ZERO, |i| report.stages[i].wall);
-                let wait_from = (t_start + before).min(t_end);
-                let from = (wait_from + wait).min(t_end);
-                let to = report.token_held.map_or(t_end, |h| (from + h).min(t_end));
-                shared.metrics.stage(Stage::TokenWait, from - wait_from);
-                shared.timeline.record(
-                    event(&job, partition_idx, Stage::TokenWait, &lane, dev_name),
-                    wait_from,
-                    from,
-                );
-                (from, to)
-            }
-            _ => (t_start, t_end),
-        };
-        device.add_busy(held_to - held_from);
-        shared.metrics.stage(Stage::Compute, held_to - held_from);
-        if let Ok(Ok((_, report))) = &result {
-            let stages: Vec<(String, Duration)> = report
-                .stages
-                .iter()
-                .map(|s| (s.name.clone(), s.wall))
-                .collect();
-            shared
-                .timeline
-                .record_stages(&compute_event, t_start, &stages);
-        }
-        shared.timeline.record(compute_event, held_from, held_to);
-        debug!(job = %job.id, partition = partition_idx, worker = %lane, ms = (t_end - t_start).as_millis() as u64, "prove done");
-
-        // Free the witness and its reservation before anything else waits on the lock.
-        drop(asg);
-        drop(reservation);
-        let vk: Option<VerifyingKey> = {
-            let st = shared.state.lock();
-            let needs_vk = st.active.get(&job.id).is_some_and(|p| p.vk.is_none());
-            drop(st);
-            needs_vk.then(|| lease.srs().vk.clone())
-        };
-        drop(lease);
-
-        let mut st = shared.state.lock();
-        st.in_proving -= 1;
-        *device.current.lock() = None;
-        let mut dropped = Vec::new();
-        let mut assemble = None;
-        match result {
-            Ok(Ok((proof, _))) => {
-                if let Some(p) = st.active.get_mut(&job.id) {
-                    p.compute += t_end - t_start;
-                    if p.vk.is_none() {
-                        p.vk = vk;
-                    }
-                    if let Some(slot) = p.proofs.get_mut(partition_idx as usize) {
-                        if slot.replace(proof).is_none() {
-                            p.proved += 1;
-                        }
-                    }
-                    if p.proved == job.n_partitions {
-                        p.state = JobState::Assembling;
-                        let proofs: Vec<Proof> =
-                            p.proofs.iter_mut().filter_map(Option::take).collect();
-                        assemble = Some((proofs, p.vk.take()));
-                    }
-                }
-            }
-            Ok(Err(reason)) => {
-                let reason = format!("partition {partition_idx} on {dev_name}: {reason}");
-                dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    reason,
-                    Duration::ZERO,
-                );
-            }
-            Err(panic) => {
-                let reason = format!(
-                    "prove of partition {partition_idx} on {dev_name} panicked: {}",
-                    panic_message(&*panic)
-                );
-                dropped = shared.finish_job(
-                    &mut st,
-                    &job.id,
-                    JobState::Failed,
-                    Vec::new(),
-                    reason,
-                    Duration::ZERO,
-                );
-            }
-        }
-        if assemble.is_some() {
-            st.in_assembly += 1;
-        }
-        drop(st);
-        drop(dropped);
-        if let Some((proofs, vk)) = assemble {
-            spawn_assembly(&shared, job, proofs, vk);
-        }
+        prove_ready(&shared, &device, &lane, ready);
     }
 }
 
-fn prove_one(
-    asg: &cuzk_groth16::Assignment,
-    lease: &crate::srs_manager::SrsLease,
+/// Proves one partition on `device` and hands the proof on, sends the partition to
+/// another device after a device fault, or fails its job.
+fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Ready) {
+    let job = ready.job.clone();
+    let partition_idx = ready.partition_idx;
+    let t_pop = Instant::now();
+    let dev_name = device.spec.name.as_str();
+    shared.metrics.stage(Stage::Queue, t_pop - ready.ready_at);
+    shared.timeline.record(
+        event(&job, partition_idx, Stage::Queue, lane, dev_name),
+        ready.ready_at,
+        t_pop,
+    );
+
+    *device.current.lock() = Some((job.id.clone(), job.kind));
+    // A backend that owns its device's token takes it itself, only around its kernels;
+    // otherwise the engine holds the token around the whole compute call.
+    let owns_token = device.spec.backend.owns_compute_token();
+    let token = (!owns_token).then(|| device.token.acquire());
+    let t_start = Instant::now();
+    if !device.in_service() {
+        // Taken out of service while this worker waited for the token: send nothing more.
+        drop(token);
+        let mut st = shared.state.lock();
+        st.in_proving -= 1;
+        *device.current.lock() = None;
+        let dropped = requeue(
+            shared,
+            &mut st,
+            ready,
+            &format!("{dev_name} out of service"),
+        );
+        drop(st);
+        drop(dropped);
+        return;
+    }
+    if !owns_token {
+        shared.metrics.stage(Stage::TokenWait, t_start - t_pop);
+        shared.timeline.record(
+            event(&job, partition_idx, Stage::TokenWait, lane, dev_name),
+            t_pop,
+            t_start,
+        );
+    }
+    let outcome = faults::call_backend(
+        device,
+        &ready.asg,
+        ready.lease.srs(),
+        shared.cfg.prove_timeout,
+    );
+    let t_end = Instant::now();
+    // After a fault the token is kept until the fault is counted, so that the device's
+    // next worker finds it out of service if this fault took it out (a hung call's
+    // token is released here too: nothing waits for it).
+    let token = match outcome {
+        CallOutcome::Fault(_) | CallOutcome::Hung(_) => token,
+        CallOutcome::Proved(_) | CallOutcome::Refused(_) => {
+            drop(token);
+            None
+        }
+    };
+    let compute_event = event(&job, partition_idx, Stage::Compute, lane, dev_name);
+    // The interval the device was held: the whole call, or the backend's own hold
+    // (which starts where its token wait ends; what ran before, such as its uploads,
+    // ran outside the token).
+    let (held_from, held_to) = match (&outcome, owns_token) {
+        (CallOutcome::Proved(proved), true) => {
+            let report = &proved.1;
+            let token = report.token.unwrap_or_default();
+            let wait_from = (t_start + token.wait_start).min(t_end);
+            let from = (wait_from + token.wait).min(t_end);
+            let to = match report.token {
+                Some(t) => (from + t.held).min(t_end),
+                None => t_end,
+            };
+            shared.metrics.stage(Stage::TokenWait, from - wait_from);
+            shared.timeline.record(
+                event(&job, partition_idx, Stage::TokenWait, lane, dev_name),
+                wait_from,
+                from,
+            );
+            (from, to)
+        }
+        _ => (t_start, t_end),
+    };
+    device.add_busy(held_to - held_from);
+    shared.metrics.stage(Stage::Compute, held_to - held_from);
+    if let CallOutcome::Proved(proved) = &outcome {
+        let report = &proved.1;
+        let stages: Vec<(String, Duration)> = report
+            .stages
+            .iter()
+            .map(|s| (s.stage.to_string(), s.wall))
+            .collect();
+        shared
+            .timeline
+            .record_stages(&compute_event, t_start, &stages);
+    }
+    shared.timeline.record(compute_event, held_from, held_to);
+    debug!(job = %job.id, partition = partition_idx, worker = %lane, ms = (t_end - t_start).as_millis() as u64, "prove done");
+
+    let (cause, fault) = match outcome {
+        CallOutcome::Proved(proved) => {
+            device.record_success();
+            return record_proof(shared, device, ready, proved.0, t_end - t_start);
+        }
+        CallOutcome::Refused(reason) => {
+            let reason = format!("partition {partition_idx} on {dev_name}: {reason}");
+            let mut st = shared.state.lock();
+            st.in_proving -= 1;
+            *device.current.lock() = None;
+            let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(reason));
+            drop(st);
+            drop(dropped);
+            return;
+        }
+        CallOutcome::Fault(reason) => (RetryCause::DeviceError, reason),
+        CallOutcome::Hung(limit) => (
+            RetryCause::Hung,
+            format!(
+                "prove call did not return within {:.1} s (prove_timeout); presumed hung",
+                limit.as_secs_f64()
+            ),
+        ),
+    };
+    let reason = format!(
+        "job {} partition {partition_idx} on {dev_name}: {fault}",
+        job.id
+    );
+    let mut ready = ready;
+    ready.route.failed_on.push(device.index);
+    let mut st = shared.state.lock();
+    st.in_proving -= 1;
+    *device.current.lock() = None;
+    let mut dropped = faults::device_fault(shared, &mut st, device, cause, &reason);
+    dropped.extend(requeue(shared, &mut st, ready, &reason));
+    drop(st);
+    drop(token);
+    drop(dropped);
+}
+
+/// Puts a partition back in the ready queue for the devices its route still allows, or
+/// fails its job when there are none. Returns what to drop after the lock.
+fn requeue(shared: &Shared, st: &mut State, mut ready: Ready, why: &str) -> Vec<Ready> {
+    let job_id = ready.job.id.clone();
+    if !st.active.contains_key(&job_id) {
+        return vec![ready];
+    }
+    if ready.route.has_taker(&shared.devices) {
+        ready.ready_at = Instant::now();
+        st.ready.insert(ready.job.key(ready.partition_idx), ready);
+        shared.prove_cv.notify_all();
+        return Vec::new();
+    }
+    let mut dropped = faults::fail_no_device(
+        shared,
+        st,
+        &job_id,
+        &format!("no other device may retry it after: {why}"),
+    );
+    dropped.push(ready);
+    dropped
+}
+
+/// Stores a partition's proof; the last one of its job starts the assembly.
+fn record_proof(
+    shared: &Arc<Shared>,
     device: &Device,
-) -> Result<(Proof, ProveReport), String> {
-    let mut rng = rand::rngs::OsRng;
-    let r = Scalar::random(&mut rng);
-    let s = Scalar::random(&mut rng);
-    cuzk_groth16::prover::prove(asg, lease.srs(), r, s, &*device.spec.backend)
-        .map_err(|e| e.to_string())
+    ready: Ready,
+    proof: Proof,
+    compute: Duration,
+) {
+    let Ready {
+        job,
+        partition_idx,
+        asg,
+        reservation,
+        lease,
+        ..
+    } = ready;
+    // Free the witness and its reservation before anything else waits on the lock.
+    drop(asg);
+    drop(reservation);
+    let vk: Option<VerifyingKey> = {
+        let st = shared.state.lock();
+        let needs_vk = st.active.get(&job.id).is_some_and(|p| p.vk.is_none());
+        drop(st);
+        needs_vk.then(|| lease.srs().vk.clone())
+    };
+    drop(lease);
+
+    let mut st = shared.state.lock();
+    st.in_proving -= 1;
+    *device.current.lock() = None;
+    let mut assemble = None;
+    if let Some(p) = st.active.get_mut(&job.id) {
+        p.compute += compute;
+        if p.vk.is_none() {
+            p.vk = vk;
+        }
+        let idx = partition_idx as usize;
+        if let Some(slot) = p.proofs.get_mut(idx) {
+            if slot.replace(proof).is_none() {
+                p.proved += 1;
+            }
+            p.faults.proved_on[idx] = Some(device.index);
+        }
+        if p.proved == job.n_partitions {
+            p.state = JobState::Assembling;
+            let proofs: Vec<Proof> = p.proofs.iter_mut().filter_map(Option::take).collect();
+            assemble = Some((proofs, p.vk.take()));
+        }
+    }
+    if assemble.is_some() {
+        st.in_assembly += 1;
+    }
+    drop(st);
+    if let Some((proofs, vk)) = assemble {
+        spawn_assembly(shared, job, proofs, vk);
+    }
 }
 
 /// Assembles and verifies on a thread of its own so prove workers go straight back to
@@ -361,45 +442,59 @@ fn spawn_assembly(
         .spawn(move || assemble(worker_shared, worker_job, proofs, vk));
     if let Err(err) = spawned {
         shared.state.lock().in_assembly -= 1;
-        fail_job(shared, &job, format!("cannot start assembly thread: {err}"));
+        let reason = format!("cannot start assembly thread: {err}");
+        fail_job(shared, &job, JobEnd::failed(reason));
     }
+}
+
+/// How a job's assembly ended.
+enum Assembled {
+    /// The proof bytes the client receives.
+    Verified(Vec<u8>),
+    /// The kind's verifier rejected the proof.
+    Unverified(String),
+    /// Anything else.
+    Failed(String),
 }
 
 fn assemble(shared: Arc<Shared>, job: Arc<Job>, proofs: Vec<Proof>, vk: Option<VerifyingKey>) {
     let t0 = Instant::now();
-    let result = match vk {
-        None => Err("no verifying key recorded for the job".to_string()),
-        Some(vk) => std::panic::catch_unwind(AssertUnwindSafe(|| {
-            job.proof.assemble_and_verify(&proofs, &vk)
-        }))
-        .map_err(|p| format!("assembly panicked: {}", panic_message(&*p)))
-        .and_then(|r| r.map_err(|e| e.to_string())),
+    let result = match &vk {
+        None => Assembled::Failed("no verifying key recorded for the job".to_string()),
+        Some(vk) => match std::panic::catch_unwind(AssertUnwindSafe(|| {
+            job.proof.assemble_and_verify(&proofs, vk)
+        })) {
+            Ok(Ok(bytes)) => Assembled::Verified(bytes),
+            Ok(Err(err @ KindError::Verification { .. })) => Assembled::Unverified(err.to_string()),
+            Ok(Err(err)) => Assembled::Failed(err.to_string()),
+            Err(p) => Assembled::Failed(format!("assembly panicked: {}", panic_message(&*p))),
+        },
     };
     let t1 = Instant::now();
     shared.metrics.stage(Stage::Assembly, t1 - t0);
     shared
         .timeline
         .record(event(&job, 0, Stage::Assembly, "assembler", ""), t0, t1);
+    let end = match (result, vk) {
+        // The failing partitions are proved again on the CPU, once.
+        (Assembled::Unverified(reason), Some(vk)) => {
+            match faults::retry_unverified(&shared, &job, proofs, vk, &reason) {
+                Ok(()) => {
+                    shared.state.lock().in_assembly -= 1;
+                    return;
+                }
+                Err(end) => end,
+            }
+        }
+        (Assembled::Verified(proof), _) => JobEnd::Completed {
+            proof,
+            assembly: t1 - t0,
+        },
+        (Assembled::Unverified(reason) | Assembled::Failed(reason), _) => JobEnd::failed(reason),
+    };
     let mut st = shared.state.lock();
     st.in_assembly -= 1;
-    let dropped = match result {
-        Ok(bytes) => shared.finish_job(
-            &mut st,
-            &job.id,
-            JobState::Completed,
-            bytes,
-            String::new(),
-            t1 - t0,
-        ),
-        Err(reason) => shared.finish_job(
-            &mut st,
-            &job.id,
-            JobState::Failed,
-            Vec::new(),
-            reason,
-            t1 - t0,
-        ),
-    };
+    let dropped = shared.finish_job(&mut st, &job.id, end);
     drop(st);
     drop(dropped);
 }

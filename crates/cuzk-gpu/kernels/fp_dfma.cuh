@@ -4,7 +4,7 @@
 // (Emmart, Zheng, Weems, "Faster Modular Exponentiation Using Double Precision Floating
 // Point Arithmetic on the GPU", ARITH 2018) and keeps only the column sums and the
 // reduction quotients on the integer pipes. Measured with bench/fieldmul on the H200: 1.27x
-// the products per second of the CIOS product, and 1.58x for the square (docs/benchmarks.md,
+// the products per second of the CIOS product, and 1.58x for the square (docs/runs/2026-11-30.md,
 // "Fp products on the FP64 pipe").
 //
 // Same values in and out as field.cuh's fp_t: 12 little-endian 32-bit limbs, Montgomery form

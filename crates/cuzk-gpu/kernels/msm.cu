@@ -10,12 +10,11 @@
 //   msm_scatter            scalar indices sorted by bucket, sign in bit 31.
 //   msm_accumulate_{g}     each thread sums K consecutive sorted points into XYZZ buckets
 //                          (whole buckets directly, boundary-crossing ones as partials).
-//                          With `sorted` null the points are the bases in order (pair.cu's
-//                          pre-reduced buckets).
+//                          With `sorted` null the points are the bases in order.
 //   msm_fixup_{g}          one thread per bucket: adds the partials of crossing buckets.
 //   msm_segments_{g}       per bucket set, runs of SEG buckets: sum (b+1) B_b by running sums.
 //   sum_groups_{g}         reduce rows of partial sums by a factor K (repeat until 1).
-//   msm_combine_{g}        Horner over windows: sum_w 2^(c w) W_w, to Jacobian.
+//   to_jacobian_{g}        the window sums to Jacobian; Horner over windows runs on the CPU.
 #include "ec.cuh"
 #include "digits.cuh"
 
@@ -276,18 +275,6 @@ __device__ __forceinline__ void sum_groups(const xyzz_t<F>* in, u32 rows, u32 le
 }
 
 template <class F>
-__device__ __forceinline__ void combine(const xyzz_t<F>* windows, u32 nwin, u32 c,
-                                        jacobian_t<F>* out) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    xyzz_t<F> res = xyzz_t<F>::inf();
-    for (int w = (int)nwin - 1; w >= 0; w--) {
-        for (u32 i = 0; i < c; i++) res = res.dbl();
-        res.add(windows[w]);
-    }
-    out[0] = res.to_jacobian();
-}
-
-template <class F>
 __device__ __forceinline__ void to_jacobian(const xyzz_t<F>* in, jacobian_t<F>* out, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -335,14 +322,6 @@ extern "C" __global__ void sum_groups_g1(const g1_xyzz_t* in, u32 rows, u32 len_
 extern "C" __global__ void sum_groups_g2(const g2_xyzz_t* in, u32 rows, u32 len_in, u32 K,
                                          g2_xyzz_t* out) {
     sum_groups<fp2_t>(in, rows, len_in, K, out);
-}
-extern "C" __global__ void msm_combine_g1(const g1_xyzz_t* windows, u32 nwin, u32 c,
-                                          g1_jacobian_t* out) {
-    combine<fp_t>(windows, nwin, c, out);
-}
-extern "C" __global__ void msm_combine_g2(const g2_xyzz_t* windows, u32 nwin, u32 c,
-                                          g2_jacobian_t* out) {
-    combine<fp2_t>(windows, nwin, c, out);
 }
 extern "C" __global__ void to_jacobian_g1(const g1_xyzz_t* in, g1_jacobian_t* out, u32 n) {
     to_jacobian<fp_t>(in, out, n);

@@ -74,9 +74,31 @@ pub enum GpuError {
         /// Checks run.
         total: usize,
     },
-    /// The caller's input is not valid for the operation.
+    /// The caller's input is not valid for the operation (sizes, lengths, parameters).
     #[error("invalid input: {0}")]
     Input(String),
+    /// A kernel launch whose region argument is shorter than the kernel reads or writes.
+    #[error("kernel {kernel}: {arg} needs {need} bytes, the region has {have}")]
+    Launch {
+        /// Kernel name.
+        kernel: &'static str,
+        /// Argument name.
+        arg: &'static str,
+        /// Bytes the kernel touches through it.
+        need: usize,
+        /// Bytes the region has.
+        have: usize,
+    },
+    /// Parameters that do not fit the device's memory budget.
+    #[error("srs of {bytes} bytes does not fit the vram budget")]
+    SrsTooLarge {
+        /// Device bytes the resident copy needs.
+        bytes: u64,
+    },
+    /// A failure of this crate's own machinery, not of the caller's input nor of the
+    /// driver (a helper thread that panicked, a layout that does not hold): a bug.
+    #[error("internal: {0}")]
+    Internal(String),
 }
 
 /// Result alias for this crate.

@@ -1,40 +1,35 @@
-//! Everything CUDA: one [`Device`] handle per ordinal, NVRTC compilation of the kernels under
-//! `kernels/` with an on-disk cache ([`kernels`]), the [`VramArena`] and [`PinnedPool`], the
-//! field, curve, NTT ([`ntt`]), MSM ([`msm`]), classification and batch-addition
-//! ([`classify`]) kernels, the GPU `Backend` ([`GpuBackend`]: per-worker [`slots`], the SRS
-//! kept in VRAM by [`residency`] or streamed by [`sums`], a fair compute token held only
-//! around the kernels), and device self-checks against the CPU ([`check`],
-//! [`backend_bench`]).
-//! Other crates never see a raw pointer: `unsafe` lives only here.
+//! Everything CUDA, in three layers and a side door:
+//! - [`device`]: one [`Device`] handle per ordinal (context, streams, kernels loaded once),
+//!   NVRTC compilation of the kernels under `kernels/` with an on-disk cache
+//!   ([`device::kernels`]), the [`VramArena`] and [`PinnedPool`], and one safe wrapper per
+//!   kernel. `unsafe` lives only here.
+//! - [`ops`]: what the kernels compute, as host sequences of launches: the NTT and the
+//!   prover's quotient, Pippenger MSMs, scalar classification and batch addition,
+//!   fixed-base multiplication.
+//! - [`backend`]: the GPU `Backend` ([`GpuBackend`]): per-worker device slots, the SRS kept
+//!   in VRAM or streamed, a fair compute token held only around the kernels.
+//! - `diag` (feature `diag`): device self-checks against the CPU and the benchmarks behind
+//!   `cuzk bench msm|ntt|gpu`.
+//!
+//! Other crates never see a raw pointer.
 #![deny(missing_docs)]
 
-pub mod arena;
 pub mod backend;
-pub mod backend_bench;
-pub mod bench;
-pub mod check;
-pub mod classify;
 pub mod device;
+#[cfg(feature = "diag")]
+pub mod diag;
 pub mod error;
-pub mod fixed_base;
-pub mod kernels;
-pub mod layout;
-pub mod msm;
-pub mod ntt;
-pub mod pinned;
-mod prepare;
-pub mod residency;
-pub mod slots;
-pub mod sums;
-pub mod testdata;
+pub mod ops;
+pub mod tuning;
 
-pub use arena::{DevRegion, Scratch, VramArena};
 pub use backend::{GpuBackend, GpuBackendConfig, Residency};
+pub use device::arena::{DevRegion, Scratch, VramArena};
+pub use device::kernels::KernelId;
+pub use device::pinned::PinnedPool;
 pub use device::{device_count, driver_available, Device};
 pub use error::{GpuError, Result};
-pub use fixed_base::GpuFixedBase;
-pub use kernels::KernelId;
-pub use pinned::PinnedPool;
+pub use ops::fixed_base::GpuFixedBase;
+pub use tuning::GpuTuning;
 
 /// 32-bit multiply(-add) instructions one Fr Montgomery product issues (4N² + N, N = 8).
 pub const FR_MUL_MADS: u64 = 264;

@@ -1,10 +1,10 @@
 //! Device kernels against the CPU (blstrs and a reference NTT) on fresh random inputs with
-//! edge cases; see `cuzk_gpu::check`. Without a CUDA device each test prints
+//! edge cases; see `cuzk_gpu::diag::check`. Without a CUDA device each test prints
 //! `skipped: no CUDA device` and passes.
 
 use std::sync::Arc;
 
-use cuzk_gpu::check::{check_msm, check_ntt, CheckOutcome};
+use cuzk_gpu::diag::check::{check_msm, check_ntt, CheckOutcome};
 use cuzk_gpu::Device;
 
 fn device() -> Option<Arc<Device>> {
@@ -61,7 +61,7 @@ use cuzk_gpu::{GpuBackend, GpuBackendConfig, Residency};
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
 use cuzk_groth16::{
     paramgen, prove, synthesize, verify, Assignment, Backend, BackendError, CpuBackend,
-    ProveReport, Scalar, Srs,
+    ProveReport, ProveStage, Scalar, Srs,
 };
 use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
@@ -120,9 +120,9 @@ fn gpu_proofs_verify_resident_and_streamed() {
         for residency in [Residency::Resident, Residency::Streamed] {
             let b = backend(&dev, residency, chunk);
             let rep = proves(&b, &srs, &asg, seed);
-            assert!(rep.token_held.is_some());
-            let names: Vec<&str> = rep.stages.iter().map(|s| s.name.as_str()).collect();
-            assert!(names.contains(&"token_wait") && names.contains(&"msm_b_g2"));
+            assert!(rep.token.is_some());
+            assert!(rep.stage(ProveStage::TokenWait).is_some());
+            assert!(rep.stage(ProveStage::MsmBG2).is_some());
             let want = u64::from(residency == Residency::Resident);
             assert_eq!(b.srs_uploads(), want, "2^{lg} {residency:?}");
         }
@@ -160,7 +160,7 @@ fn h_window_table_is_built_once_and_gives_the_same_sums() {
     let Some(dev) = device() else { return };
     let seed = seed();
     let (srs, asg) = circuit(&dev, 13, seed);
-    let plain_bytes = cuzk_gpu::residency::resident_size(&srs);
+    let plain_bytes = cuzk_gpu::backend::residency::resident_size(&srs);
     let with = GpuBackend::new(dev.clone());
     let without = GpuBackend::with_config(
         dev.clone(),
@@ -197,7 +197,7 @@ fn h_window_table_is_built_once_and_gives_the_same_sums() {
     // A build that fails (an injected launch error) leaves the table unbuilt for good and
     // the proves going without it.
     let failing = GpuBackend::new(dev.clone());
-    failing.inject_fault("h_table");
+    failing.inject_fault(ProveStage::HTable);
     proves(&failing, &srs, &asg, seed);
     assert_eq!(failing.h_table(&srs), None);
     proves(&failing, &srs, &asg, seed + 1);
@@ -239,7 +239,10 @@ fn srs_over_budget_is_streamed() {
     );
     proves(&b, &srs, &asg, seed);
     assert_eq!(b.srs_uploads(), 0);
-    assert!(matches!(b.preload(&srs), Err(cuzk_gpu::GpuError::Input(_))));
+    assert!(matches!(
+        b.preload(&srs),
+        Err(cuzk_gpu::GpuError::SrsTooLarge { .. })
+    ));
 }
 
 // See: #4 (a device error fails the partition, not the device).
@@ -251,12 +254,12 @@ fn injected_fault_fails_one_prove_then_device_recovers() {
     // Resident proves of 2^10 run the witness sums on a second stream by default: a fault
     // in either stream's sums, and in the sums on one stream.
     for (residency, stage, concurrent) in [
-        (Residency::Resident, "msm_l", None),
-        (Residency::Resident, "msm_h", None),
-        (Residency::Resident, "msm_b_g2", Some(false)),
-        (Residency::Resident, "ntt_h", None),
-        (Residency::Streamed, "msm_b_g2", None),
-        (Residency::Auto, "upload", None),
+        (Residency::Resident, ProveStage::MsmL, None),
+        (Residency::Resident, ProveStage::MsmH, None),
+        (Residency::Resident, ProveStage::MsmBG2, Some(false)),
+        (Residency::Resident, ProveStage::NttH, None),
+        (Residency::Streamed, ProveStage::MsmBG2, None),
+        (Residency::Auto, ProveStage::Upload, None),
     ] {
         let b = GpuBackend::with_config(
             dev.clone(),

@@ -3,7 +3,7 @@
 //! test prints `skipped: no libnvrtc` and passes, unless CUZK_REQUIRE_NVRTC=1 (as CI sets),
 //! where a missing libnvrtc fails it.
 
-use cuzk_gpu::kernels::{compile_cubin, nvrtc_available, KernelId};
+use cuzk_gpu::device::kernels::{compile_cubin, nvrtc_available, KernelId};
 
 #[test]
 fn every_kernel_compiles_for_sm80_and_sm90() {

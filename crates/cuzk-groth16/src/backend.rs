@@ -28,15 +28,121 @@ pub struct MsmOutputs {
     pub b_g2: G2Projective,
 }
 
+/// A stage of one prove, as backends and the prover time it and as errors name it. The
+/// names of [`ProveStage::as_str`] are what reports print; code matches the variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProveStage {
+    /// Checking the assignment against the parameters and preparing host buffers.
+    Prepare,
+    /// Finding (or uploading) the parameters on the device.
+    Srs,
+    /// Writing the device's upload staging on the host.
+    Fill,
+    /// Copying the assignment to the device.
+    Upload,
+    /// Waiting for the device's compute token.
+    TokenWait,
+    /// Making the device scratch and tables for this shape.
+    GpuSetup,
+    /// The quotient H = (A·B − C)/Z: the NTTs and the pointwise product.
+    NttH,
+    /// The H-query sum.
+    MsmH,
+    /// Splitting scalars into zeros, ones and the rest (CPU backend).
+    Classify,
+    /// The L-query sum.
+    MsmL,
+    /// The A-query sum.
+    MsmA,
+    /// The B-query sum in G1.
+    MsmBG1,
+    /// The B-query sum in G2.
+    MsmBG2,
+    /// Proof assembly with r and s on the CPU.
+    Assemble,
+    /// Making parameters resident before any prove ([`Backend::preload_srs`]).
+    PreloadSrs,
+    /// Building the window table of a resident H query (outside any prove's stages).
+    HTable,
+}
+
+impl ProveStage {
+    /// Every stage, in the order a GPU prove runs them.
+    pub const ALL: [ProveStage; 16] = [
+        ProveStage::Prepare,
+        ProveStage::Srs,
+        ProveStage::Fill,
+        ProveStage::Upload,
+        ProveStage::TokenWait,
+        ProveStage::GpuSetup,
+        ProveStage::NttH,
+        ProveStage::MsmH,
+        ProveStage::Classify,
+        ProveStage::MsmL,
+        ProveStage::MsmA,
+        ProveStage::MsmBG1,
+        ProveStage::MsmBG2,
+        ProveStage::Assemble,
+        ProveStage::PreloadSrs,
+        ProveStage::HTable,
+    ];
+
+    /// Lowercase name for reports and logs, e.g. "msm_b_g2".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProveStage::Prepare => "prepare",
+            ProveStage::Srs => "srs",
+            ProveStage::Fill => "fill",
+            ProveStage::Upload => "upload",
+            ProveStage::TokenWait => "token_wait",
+            ProveStage::GpuSetup => "gpu_setup",
+            ProveStage::NttH => "ntt_h",
+            ProveStage::MsmH => "msm_h",
+            ProveStage::Classify => "classify",
+            ProveStage::MsmL => "msm_l",
+            ProveStage::MsmA => "msm_a",
+            ProveStage::MsmBG1 => "msm_b_g1",
+            ProveStage::MsmBG2 => "msm_b_g2",
+            ProveStage::Assemble => "assemble",
+            ProveStage::PreloadSrs => "preload_srs",
+            ProveStage::HTable => "h_table",
+        }
+    }
+
+    /// Parses [`ProveStage::as_str`]'s names back (for command-line flags).
+    pub fn from_name(name: &str) -> Option<ProveStage> {
+        ProveStage::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for ProveStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One timed stage of a prove.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageTime {
-    /// Stage name, e.g. "ntt_h", "msm_l", "msm_b_g2", "upload", "token_wait".
-    pub name: String,
+    /// Which stage.
+    pub stage: ProveStage,
     /// Host wall time.
     pub wall: Duration,
     /// Device time from events, when the stage ran on a device.
     pub device: Option<Duration>,
+}
+
+/// How a backend that takes its device's compute token itself
+/// ([`Backend::owns_compute_token`]) used it, as offsets from the start of its compute call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenTimes {
+    /// When it began to wait for the token (its uploads and preparation ran before).
+    pub wait_start: Duration,
+    /// How long it waited.
+    pub wait: Duration,
+    /// How long it held the token (first kernel enqueued to completion recorded). The
+    /// engine counts this as the device's busy time.
+    pub held: Duration,
 }
 
 /// Per-stage timings of one prove, filled in by the backend and the prover.
@@ -46,29 +152,33 @@ pub struct ProveReport {
     pub backend: String,
     /// Stages in the order they ran.
     pub stages: Vec<StageTime>,
-    /// For a backend that takes its device's compute token itself
-    /// ([`Backend::owns_compute_token`]): how long it held it (first kernel enqueued to
-    /// completion recorded). The engine counts this as the device's busy time.
-    pub token_held: Option<Duration>,
+    /// For a backend that takes its device's compute token itself: when it waited for it
+    /// and how long it held it.
+    pub token: Option<TokenTimes>,
 }
 
 impl ProveReport {
     /// Records a host-timed stage.
-    pub fn push(&mut self, name: &str, wall: Duration) {
+    pub fn push(&mut self, stage: ProveStage, wall: Duration) {
         self.stages.push(StageTime {
-            name: name.to_string(),
+            stage,
             wall,
             device: None,
         });
     }
 
     /// Records a stage with both host and device time.
-    pub fn push_device(&mut self, name: &str, wall: Duration, device: Duration) {
+    pub fn push_device(&mut self, stage: ProveStage, wall: Duration, device: Duration) {
         self.stages.push(StageTime {
-            name: name.to_string(),
+            stage,
             wall,
             device: Some(device),
         });
+    }
+
+    /// The first record of `stage`, if it ran.
+    pub fn stage(&self, stage: ProveStage) -> Option<&StageTime> {
+        self.stages.iter().find(|s| s.stage == stage)
     }
 
     /// Sum of the host wall time of all stages.
@@ -91,8 +201,8 @@ pub enum BackendError {
     Device {
         /// Device name, e.g. "gpu:0".
         device: String,
-        /// Stage or kernel that failed.
-        stage: String,
+        /// The stage that failed.
+        stage: ProveStage,
         /// The driver's or our message.
         message: String,
     },
@@ -122,7 +232,7 @@ pub trait Backend: Send + Sync {
     /// only across its kernel region (uploads and host preparation run outside it). The
     /// engine then lets all of a device's workers call [`Backend::compute`] at once instead
     /// of holding its own token around the whole call; the backend reports the wait as a
-    /// `token_wait` stage and the hold as [`ProveReport::token_held`].
+    /// wait and the hold in [`ProveReport::token`].
     fn owns_compute_token(&self) -> bool {
         false
     }

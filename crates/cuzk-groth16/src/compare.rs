@@ -141,7 +141,7 @@ pub fn compare_with_bellperson(
                 stages.entry("synthesis".into()).or_default().push(synth_ms);
                 for st in &report.stages {
                     stages
-                        .entry(st.name.clone())
+                        .entry(st.stage.to_string())
                         .or_default()
                         .push(st.wall.as_secs_f64() * 1e3);
                 }

@@ -30,7 +30,9 @@ pub mod token;
 pub mod witness;
 
 pub use assignment::{Assignment, Density};
-pub use backend::{Backend, BackendError, MsmOutputs, ProveReport, StageTime};
+pub use backend::{
+    Backend, BackendError, MsmOutputs, ProveReport, ProveStage, StageTime, TokenTimes,
+};
 pub use cpu::CpuBackend;
 pub use kind::{KindError, PartitionedProof, ProofRequest};
 pub use prover::{prove, prove_random, verify, ProveError};

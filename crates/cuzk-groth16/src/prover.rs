@@ -74,7 +74,7 @@ pub fn prove(
     let sums = backend.compute(asg, srs, &mut report)?;
     let t = Instant::now();
     let proof = assemble(vk, &sums, r, s);
-    report.push("assemble", t.elapsed());
+    report.push(crate::ProveStage::Assemble, t.elapsed());
     Ok((proof, report))
 }
 

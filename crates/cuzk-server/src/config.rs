@@ -20,6 +20,25 @@ pub struct DaemonConfig {
     pub drain_timeout_secs: u64,
     /// Engine settings.
     pub engine: EngineSection,
+    /// GPU backend tuning.
+    pub gpu: GpuSection,
+}
+
+/// The `[gpu]` table: the GPU backend's tuning knobs, which the binary hands to
+/// cuzk-gpu's `GpuTuning` (this crate does not depend on cuzk-gpu).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GpuSection {
+    /// Device bytes an H window table may take (0: none); unset: the built-in choice.
+    pub h_table_max_bytes: Option<u64>,
+    /// Witness sums on a second stream; unset: the built-in choice.
+    pub concurrent_sums: Option<bool>,
+    /// One MSM window width for every MSM (benchmarking only).
+    pub msm_window_bits: Option<u32>,
+    /// Per-phase device timing on stderr (diagnosis only).
+    pub profile: bool,
+    /// Extra NVRTC options for every kernel module.
+    pub nvrtc_options: Vec<String>,
 }
 
 /// The `[engine]` table.
@@ -30,6 +49,8 @@ pub struct EngineSection {
     pub param_dir: PathBuf,
     /// Partitions synthesized at once.
     pub synthesis_workers: usize,
+    /// Synthesis threads for CRITICAL partitions only.
+    pub critical_synthesis_workers: usize,
     /// Synthesized partitions that may wait for a prover.
     pub handoff_depth: usize,
     /// Prove workers per GPU.
@@ -44,12 +65,22 @@ pub struct EngineSection {
     pub recorded_r1cs_budget_bytes: u64,
     /// Check SRS points' curve and subgroup membership on load.
     pub srs_check_points: bool,
+    /// Jobs accepted and not finished at most.
+    pub max_queued_jobs: usize,
+    /// Request payload bytes of jobs accepted and not finished at most.
+    pub max_queued_bytes: u64,
     /// Seconds finished results are kept.
     pub result_retention_secs: u64,
     /// Finished results kept at most.
     pub result_retention_count: usize,
     /// Timeline events kept.
     pub timeline_capacity: usize,
+    /// Consecutive faults that take a device out of service.
+    pub device_fault_threshold: u32,
+    /// Seconds a GPU backend call may run before its device is presumed hung.
+    pub prove_timeout_secs: u64,
+    /// A CPU fallback device beside the GPUs.
+    pub cpu_fallback: bool,
 }
 
 impl Default for DaemonConfig {
@@ -59,6 +90,7 @@ impl Default for DaemonConfig {
             http_listen: "127.0.0.1:9821".into(),
             drain_timeout_secs: 60,
             engine: EngineSection::default(),
+            gpu: GpuSection::default(),
         }
     }
 }
@@ -69,6 +101,7 @@ impl Default for EngineSection {
         EngineSection {
             param_dir: e.param_dir,
             synthesis_workers: e.synthesis_workers,
+            critical_synthesis_workers: e.critical_synthesis_workers,
             handoff_depth: e.handoff_depth,
             gpu_workers_per_device: e.gpu_workers_per_device,
             cpu_workers: e.cpu_workers,
@@ -76,9 +109,14 @@ impl Default for EngineSection {
             srs_budget_bytes: e.srs_budget_bytes,
             recorded_r1cs_budget_bytes: e.recorded_r1cs_budget_bytes,
             srs_check_points: e.srs_check_points,
+            max_queued_jobs: e.max_queued_jobs,
+            max_queued_bytes: e.max_queued_bytes,
             result_retention_secs: e.result_retention.as_secs(),
             result_retention_count: e.result_retention_count,
             timeline_capacity: e.timeline_capacity,
+            device_fault_threshold: e.device_fault_threshold,
+            prove_timeout_secs: e.prove_timeout.as_secs(),
+            cpu_fallback: e.cpu_fallback,
         }
     }
 }
@@ -147,6 +185,7 @@ impl DaemonConfig {
         EngineConfig {
             param_dir: e.param_dir.clone(),
             synthesis_workers: e.synthesis_workers,
+            critical_synthesis_workers: e.critical_synthesis_workers,
             handoff_depth: e.handoff_depth,
             gpu_workers_per_device: e.gpu_workers_per_device,
             cpu_workers: e.cpu_workers,
@@ -154,9 +193,14 @@ impl DaemonConfig {
             srs_budget_bytes: e.srs_budget_bytes,
             recorded_r1cs_budget_bytes: e.recorded_r1cs_budget_bytes,
             srs_check_points: e.srs_check_points,
+            max_queued_jobs: e.max_queued_jobs,
+            max_queued_bytes: e.max_queued_bytes,
             result_retention: Duration::from_secs(e.result_retention_secs),
             result_retention_count: e.result_retention_count,
             timeline_capacity: e.timeline_capacity,
+            device_fault_threshold: e.device_fault_threshold,
+            prove_timeout: Duration::from_secs(e.prove_timeout_secs),
+            cpu_fallback: e.cpu_fallback,
         }
     }
 }

@@ -211,7 +211,7 @@ pub fn engine_error(err: EngineError) -> Status {
         EngineError::InvalidRequest(_)
         | EngineError::UnsupportedKind { .. }
         | EngineError::UnknownSrs { .. } => Status::invalid_argument(message),
-        EngineError::RequestIdConflict { .. } => Status::already_exists(message),
+        EngineError::ResourceExhausted(_) => Status::resource_exhausted(message),
         EngineError::SrsInUse { .. } => Status::failed_precondition(message),
         EngineError::UnknownJob(_) => Status::not_found(message),
         EngineError::ShuttingDown => Status::unavailable(message),

@@ -53,6 +53,11 @@ pub fn status_json(s: &EngineStatus) -> Value {
             "busy_seconds": d.busy.as_secs_f64(),
             "current_job_id": d.current_job_id,
             "current_proof_kind": d.current_kind.map(|k| k.as_str()),
+            "fallback": d.fallback,
+            "in_service": d.in_service,
+            "out_of_service_reason": d.out_of_service_reason,
+            "faults_total": d.faults_total,
+            "last_fault": d.last_fault,
         })).collect::<Vec<_>>(),
         "srs": s.srs.iter().map(|e| json!({
             "circuit_id": e.circuit_id,

@@ -46,6 +46,9 @@ enum BenchCommand {
     Msm(cmd::bench_gpu::MsmArgs),
     /// GPU number-theoretic transform over Fr.
     Ntt(cmd::bench_gpu::NttArgs),
+    /// Whole GPU proves: timing, two workers, checks against the CPU, faults.
+    #[command(subcommand)]
+    Gpu(cmd::bench_gpu::GpuCommand),
     /// Many proofs through the engine: throughput, latency, GPU efficiency, timeline.
     Batch(cmd::bench_batch::Args),
     /// Circuit synthesis: plain against the recorded constraint system.
@@ -62,6 +65,7 @@ fn main() {
         Command::Bench(BenchCommand::Prove(args)) => cmd::bench_prove::run(args),
         Command::Bench(BenchCommand::Msm(args)) => cmd::bench_gpu::run_msm(args),
         Command::Bench(BenchCommand::Ntt(args)) => cmd::bench_gpu::run_ntt(args),
+        Command::Bench(BenchCommand::Gpu(cmd)) => cmd::bench_gpu::run_gpu(cmd),
         Command::Bench(BenchCommand::Batch(args)) => cmd::bench_batch::run(args),
         Command::Bench(BenchCommand::Synth(args)) => cmd::bench_synth::run(args),
         Command::Daemon(args) => cmd::daemon::run(args),

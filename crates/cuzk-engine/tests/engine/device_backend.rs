@@ -14,7 +14,8 @@ use cuzk_engine::{
     ProofRequest, SrsTier, Stage,
 };
 use cuzk_groth16::{
-    Assignment, Backend, BackendError, ComputeToken, CpuBackend, MsmOutputs, ProveReport, Srs,
+    Assignment, Backend, BackendError, ComputeToken, CpuBackend, MsmOutputs, ProveReport,
+    ProveStage, Srs, TokenTimes,
 };
 use parking_lot::Mutex;
 
@@ -42,13 +43,18 @@ impl Backend for StandInDevice {
         report: &mut ProveReport,
     ) -> Result<MsmOutputs, BackendError> {
         std::thread::sleep(Duration::from_millis(30));
-        report.push("upload", Duration::from_millis(30));
+        report.push(ProveStage::Upload, Duration::from_millis(30));
         let t = std::time::Instant::now();
         let _token = self.token.acquire();
-        report.push("token_wait", t.elapsed());
+        let wait = t.elapsed();
+        report.push(ProveStage::TokenWait, wait);
         let held = std::time::Instant::now();
         let out = self.cpu.compute(asg, srs, report)?;
-        report.token_held = Some(held.elapsed());
+        report.token = Some(TokenTimes {
+            wait_start: Duration::from_millis(30),
+            wait,
+            held: held.elapsed(),
+        });
         Ok(out)
     }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::backend::{Backend, BackendError, MsmOutputs, ProveReport};
+use crate::backend::{Backend, BackendError, MsmOutputs, ProveReport, ProveStage};
 use crate::{Assignment, Srs};
 use h::HPlan;
 use msm::{msm_g1, msm_g2, ScalarSplit};
@@ -79,14 +79,14 @@ impl Backend for CpuBackend {
             .map_err(|e| BackendError::Mismatch {
                 what: e.to_string(),
             })?;
-        report.push("ntt_h", t.elapsed());
+        report.push(ProveStage::NttH, t.elapsed());
 
         let t = Instant::now();
         let h_split = ScalarSplit::new(&[(&h, None)]);
         drop(h);
         let h = msm_g1(&srs.h, &h_split);
         drop(h_split);
-        report.push("msm_h", t.elapsed());
+        report.push(ProveStage::MsmH, t.elapsed());
 
         let t = Instant::now();
         let l_split = ScalarSplit::new(&[(&asg.aux_assignment, None)]);
@@ -99,7 +99,7 @@ impl Backend for CpuBackend {
             (&asg.input_assignment, Some(&asg.b_input_density)),
             (&asg.aux_assignment, Some(&asg.b_aux_density)),
         ]);
-        report.push("classify", t.elapsed());
+        report.push(ProveStage::Classify, t.elapsed());
         for (name, split, n_bases) in [
             ("l", &l_split, srs.l.len()),
             ("a", &a_split, srs.a.len()),
@@ -118,16 +118,16 @@ impl Backend for CpuBackend {
 
         let t = Instant::now();
         let l = msm_g1(&srs.l, &l_split);
-        report.push("msm_l", t.elapsed());
+        report.push(ProveStage::MsmL, t.elapsed());
         let t = Instant::now();
         let a = msm_g1(&srs.a, &a_split);
-        report.push("msm_a", t.elapsed());
+        report.push(ProveStage::MsmA, t.elapsed());
         let t = Instant::now();
         let b_g1 = msm_g1(&srs.b_g1, &b_split);
-        report.push("msm_b_g1", t.elapsed());
+        report.push(ProveStage::MsmBG1, t.elapsed());
         let t = Instant::now();
         let b_g2 = msm_g2(&srs.b_g2, &b_split);
-        report.push("msm_b_g2", t.elapsed());
+        report.push(ProveStage::MsmBG2, t.elapsed());
 
         Ok(MsmOutputs {
             h,

@@ -7,8 +7,8 @@ use crate::common::{bellperson_params, srs_from_params, TestCircuit};
 use bellperson::groth16::{create_proof, create_random_proof};
 use blstrs::Bls12;
 use cuzk_groth16::{
-    prove, prove_random, synthesize, verify, Backend, BackendError, Proof, ProveError, Scalar, Srs,
-    SrsOptions,
+    prove, prove_random, synthesize, verify, Backend, BackendError, Proof, ProveError, ProveStage,
+    Scalar, Srs, SrsOptions,
 };
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
@@ -42,8 +42,8 @@ backend_test!(random_circuits_verify, |backend: &dyn Backend| {
             verify(&srs.vk, &proof, &circuit.public_inputs()).unwrap(),
             "{n_constraints} constraints, {n_inputs} inputs, late {late}"
         );
-        assert!(report.stages.iter().any(|s| s.name == "msm_h"));
-        assert!(report.stages.iter().any(|s| s.name == "assemble"));
+        assert!(report.stage(ProveStage::MsmH).is_some());
+        assert!(report.stage(ProveStage::Assemble).is_some());
     }
 });
 

@@ -1,10 +1,14 @@
-//! `cuzk bench msm` and `cuzk bench ntt`: flags for the GPU microbenchmarks in
-//! `cuzk_gpu::bench` (one JSON line per case; `--check` runs the device-vs-CPU self-checks
-//! first). Without a GPU they fail with the reason (no driver, no device).
+//! `cuzk bench msm`, `cuzk bench ntt` and `cuzk bench gpu …`: flags for the GPU
+//! microbenchmarks and whole-prove benchmarks of `cuzk_gpu::diag` (one JSON line per case;
+//! `--check` runs the device-vs-CPU self-checks first). Without a GPU they fail with the
+//! reason (no driver, no device).
 
 use anyhow::{bail, Context};
-use cuzk_gpu::bench::{MsmBench, NttBench};
-use cuzk_gpu::msm::Group;
+use cuzk_gpu::diag::backend_bench::{self, BackendBench, OverlapBench};
+use cuzk_gpu::diag::bench::{MsmBench, NttBench};
+use cuzk_gpu::ops::msm::Group;
+use cuzk_gpu::{Device, Residency};
+use cuzk_groth16::ProveStage;
 
 /// Flags of `bench msm`.
 #[derive(clap::Args)]
@@ -86,7 +90,7 @@ pub fn run_msm(args: MsmArgs) -> anyhow::Result<()> {
         seed: args.seed,
         device: args.device,
     };
-    cuzk_gpu::bench::run_msm(&b).context("bench msm (needs a CUDA GPU)")
+    cuzk_gpu::diag::bench::run_msm(&b).context("bench msm (needs a CUDA GPU)")
 }
 
 /// Runs `bench ntt`.
@@ -101,5 +105,181 @@ pub fn run_ntt(args: NttArgs) -> anyhow::Result<()> {
         seed: args.seed,
         device: args.device,
     };
-    cuzk_gpu::bench::run_ntt(&b).context("bench ntt (needs a CUDA GPU)")
+    cuzk_gpu::diag::bench::run_ntt(&b).context("bench ntt (needs a CUDA GPU)")
+}
+
+/// `bench gpu`: whole GPU proves on the synthetic circuit (what `bench/reproduce.sh`
+/// measures), the backend against the CPU backend, fault injection, and the kernel cache.
+#[derive(clap::Subcommand)]
+pub enum GpuCommand {
+    /// Resident and streamed GPU proves, timed and verified; `--overlap P`: then P
+    /// partitions from `--workers` threads on one backend at the largest size.
+    Prove(GpuProveArgs),
+    /// P partitions from W threads on one backend: seconds per partition, busy fraction.
+    Overlap(GpuOverlapArgs),
+    /// The GPU backend's five sums against the CPU backend's, both placements.
+    Check(GpuCheckArgs),
+    /// An injected launch failure at one stage, then two proofs that must verify.
+    Fault(GpuFaultArgs),
+    /// Compile every kernel module with NVRTC into the disk cache (no GPU needed).
+    Compile(GpuCompileArgs),
+}
+
+/// Flags of `bench gpu prove`.
+#[derive(clap::Args)]
+pub struct GpuProveArgs {
+    /// log2 of the circuit size; repeat or comma-separate for several.
+    #[arg(long = "log-n", value_delimiter = ',', required = true)]
+    log_n: Vec<u32>,
+    /// Timed proves per placement after one verified warm-up (median reported).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Seed of the parameters, the witness and r, s.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Compare the sums with the CPU backend up to this size.
+    #[arg(long, default_value_t = 16)]
+    cpu_max_lg: u32,
+    /// Bases per streamed chunk.
+    #[arg(long, default_value_t = 1 << 22)]
+    chunk: usize,
+    /// After the largest size: this many partitions through one backend.
+    #[arg(long)]
+    overlap: Option<usize>,
+    /// Threads (backend workers) of the overlap case.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+/// Flags of `bench gpu overlap`.
+#[derive(clap::Args)]
+pub struct GpuOverlapArgs {
+    /// log2 of the circuit size.
+    #[arg(long = "log-n", default_value_t = 20)]
+    log_n: u32,
+    /// Partitions proved.
+    #[arg(long, default_value_t = 20)]
+    partitions: usize,
+    /// Threads (backend workers).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Stream the parameters from host memory instead of keeping them resident.
+    #[arg(long)]
+    streamed: bool,
+    /// Seed of the parameters, the witness and r, s.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+/// Flags of `bench gpu check`.
+#[derive(clap::Args)]
+pub struct GpuCheckArgs {
+    /// log2 of the circuit size; repeat or comma-separate for several.
+    #[arg(long = "log-n", value_delimiter = ',', required = true)]
+    log_n: Vec<u32>,
+    /// Seed of the parameters, the witness and r, s.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+/// Flags of `bench gpu fault`.
+#[derive(clap::Args)]
+pub struct GpuFaultArgs {
+    /// Stage to fail: prepare, upload, ntt_h, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2.
+    #[arg(long, default_value = "msm_l")]
+    stage: String,
+    /// log2 of the circuit size.
+    #[arg(long = "log-n", default_value_t = 12)]
+    log_n: u32,
+    /// Seed of the parameters, the witness and r, s.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+/// Flags of `bench gpu compile`.
+#[derive(clap::Args)]
+pub struct GpuCompileArgs {
+    /// Target architectures, e.g. sm_90; repeat or comma-separate for several.
+    #[arg(long, value_delimiter = ',', required = true)]
+    arch: Vec<String>,
+}
+
+/// Runs `bench gpu …`.
+pub fn run_gpu(cmd: GpuCommand) -> anyhow::Result<()> {
+    let failed = match cmd {
+        GpuCommand::Prove(a) => backend_bench::run_backend(&BackendBench {
+            log_n: a.log_n,
+            runs: a.runs.max(1),
+            seed: a.seed,
+            cpu_max_lg: a.cpu_max_lg,
+            chunk_points: a.chunk,
+            device: a.device,
+            overlap: a.overlap.map(|p| (p, a.workers)),
+        })
+        .context("bench gpu prove (needs a CUDA GPU)")?,
+        GpuCommand::Overlap(a) => backend_bench::run_overlap(&OverlapBench {
+            log_n: a.log_n,
+            partitions: a.partitions,
+            workers: a.workers,
+            seed: a.seed,
+            residency: if a.streamed {
+                Residency::Streamed
+            } else {
+                Residency::Auto
+            },
+            device: a.device,
+        })
+        .context("bench gpu overlap (needs a CUDA GPU)")?,
+        GpuCommand::Check(a) => {
+            let dev = Device::open(a.device).context("bench gpu check (needs a CUDA GPU)")?;
+            let mut failed = 0;
+            for lg in a.log_n {
+                for r in backend_bench::check_backend(&dev, lg, a.seed)
+                    .with_context(|| format!("checking the backend at 2^{lg}"))?
+                {
+                    failed += usize::from(!r.ok);
+                    println!(
+                        "{}",
+                        serde_json::json!({"check": r.name, "ok": r.ok, "detail": r.detail})
+                    );
+                }
+            }
+            failed
+        }
+        GpuCommand::Fault(a) => {
+            let Some(stage) = ProveStage::from_name(&a.stage) else {
+                bail!("unknown stage {:?}", a.stage);
+            };
+            backend_bench::run_fault(a.device, a.log_n, stage, a.seed)
+                .context("bench gpu fault (needs a CUDA GPU)")?
+        }
+        GpuCommand::Compile(a) => {
+            for arch in a.arch {
+                let t = std::time::Instant::now();
+                cuzk_gpu::device::kernels::cubin_all(&arch)
+                    .with_context(|| format!("compiling the kernels for {arch}"))?;
+                println!(
+                    "{}",
+                    serde_json::json!({"op": "gpu_compile", "arch": arch, "ms": t.elapsed().as_millis() as u64})
+                );
+            }
+            0
+        }
+    };
+    if failed > 0 {
+        bail!("{failed} checks failed");
+    }
+    Ok(())
 }

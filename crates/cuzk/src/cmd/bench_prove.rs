@@ -438,7 +438,7 @@ fn cuzk_run(
         stages: report
             .stages
             .iter()
-            .map(|s| (s.name.clone(), s.wall.as_secs_f64() * 1e3))
+            .map(|s| (s.stage.to_string(), s.wall.as_secs_f64() * 1e3))
             .collect(),
     })
 }

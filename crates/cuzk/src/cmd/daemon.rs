@@ -96,8 +96,25 @@ pub fn registry(gpus: &[Arc<cuzk_gpu::Device>]) -> KindRegistry {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.effective_config()?;
     if args.print_config {
+        let machine = cuzk_engine::sizing::Machine::detect();
+        println!(
+            "# synthesis_workers and the three memory budgets, unless set by the config file or a flag, are derived from this machine: {} cores, {:.1} GiB (see cuzk.example.toml)",
+            machine.cores,
+            machine.mem_total_bytes as f64 / (1u64 << 30) as f64
+        );
         print!("{}", cfg.to_toml());
         return Ok(());
+    }
+    // The [gpu] table, with the environment's overrides, before any GPU work reads it.
+    let tuning = cuzk_gpu::GpuTuning {
+        h_table_max_bytes: cfg.gpu.h_table_max_bytes,
+        concurrent_sums: cfg.gpu.concurrent_sums,
+        msm_window_bits: cfg.gpu.msm_window_bits,
+        profile: cfg.gpu.profile,
+        nvrtc_options: cfg.gpu.nvrtc_options.clone(),
+    };
+    if !tuning.with_env().install() {
+        tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -207,7 +207,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (proof, report) =
         cuzk_groth16::prove_random(&asg, &srs, &*backend, &mut rand::thread_rng())
             .with_context(|| format!("proving with parameters {}", params_path.display()))?;
-    stages.extend(report.stages.iter().map(|s| (s.name.clone(), s.wall)));
+    stages.extend(report.stages.iter().map(|s| (s.stage.to_string(), s.wall)));
 
     let t = Instant::now();
     let inputs = &asg.input_assignment[1..];

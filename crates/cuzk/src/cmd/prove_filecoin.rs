@@ -65,7 +65,7 @@ pub fn run(
         println!("  {:<14} {:>12}", "stage", "wall_ms");
         println!("  {:<14} {:>12.3}", "synthesis", synth.as_secs_f64() * 1e3);
         for s in &report.stages {
-            println!("  {:<14} {:>12.3}", s.name, s.wall.as_secs_f64() * 1e3);
+            println!("  {:<14} {:>12.3}", s.stage, s.wall.as_secs_f64() * 1e3);
         }
         println!(
             "  {:<14} {:>12.3}",

@@ -208,7 +208,7 @@ async fn preload_and_evict_report_true_tiers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn request_id_attaches_and_conflicts() {
+async fn request_id_and_payload_name_the_job() {
     let (daemon, mut client) = start(config("idem", |_| {})).await;
     let a = client
         .submit_proof(synthetic("req-A", 8, 2, 5))
@@ -221,23 +221,20 @@ async fn request_id_attaches_and_conflicts() {
         .expect("attach")
         .into_inner();
     assert_eq!(a.job_id, b.job_id);
-    let conflict = client
+    // See: #18. Curio sends every WindowPoSt partition of a deadline under one request_id.
+    let other_payload = client
         .submit_proof(synthetic("req-A", 8, 2, 6))
         .await
-        .expect_err("different payload");
-    assert_eq!(conflict.code(), Code::AlreadyExists);
-    assert!(
-        conflict.message().contains("request_id"),
-        "{}",
-        conflict.message()
-    );
+        .expect("same request_id, different payload: a new job")
+        .into_inner();
+    assert_ne!(other_payload.job_id, a.job_id);
     let c = client
         .submit_proof(synthetic("req-B", 8, 2, 5))
         .await
         .expect("submit")
         .into_inner();
     assert_ne!(c.job_id, a.job_id);
-    for job in [&a.job_id, &c.job_id] {
+    for job in [&a.job_id, &other_payload.job_id, &c.job_id] {
         assert_eq!(status_of(&wait(&mut client, job).await), S::Completed);
     }
     let s = client
@@ -246,8 +243,8 @@ async fn request_id_attaches_and_conflicts() {
         .expect("status")
         .into_inner();
     assert_eq!(
-        s.total_proofs_completed, 2,
-        "the attached submit did not make a second job"
+        s.total_proofs_completed, 3,
+        "the attached submit did not make a fourth job"
     );
     daemon.shutdown().await.expect("clean shutdown");
 }

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# The GPU figures of docs/benchmarks.md's "Current" table, old binaries against new ones in
+# one run on one device. Replaces the dated one-off scripts (h200-s10.sh … h200-s15.sh).
+#
+#   bench/reproduce.sh build DIR [REV]   # on the dev machine: release `cuzk` and the GPU
+#                                        # test binary of REV (default: the work tree) into
+#                                        # DIR, stripped (plus `gpu_bench` where REV has it)
+#   bench/reproduce.sh OLD NEW PART...   # on the device machine, from the repository root
+#
+# OLD and NEW are folders made by `build` (e.g. .carry/old and .carry/new; give the same
+# folder twice to measure one build). The SupraSeal C2 baseline is used when
+# $SUPRASEAL_BIN (default .carry/cuzk-supraseal-bench, built by bench/supraseal/build.sh)
+# is executable. Parts, each sized to fit one 600 s device call:
+#   checks    GPU name and driver; per binary: the GPU tests, the NTT checks against the
+#             CPU to 2^16, the MSM checks in G1 and G2
+#   backend   per binary, alternating: resident and streamed proves at 2^20, 2^22, 2^24
+#             (medians of 3, every proof verified) and two workers on one device,
+#             20 partitions of 2^24 (`cuzk bench gpu prove … --overlap 20 --workers 2`)
+#   h2h-old, h2h-new
+#             `cuzk bench prove --backend gpu --compare supraseal` at 2^20, 2^22, 2^24
+#             (PoRep-like shape, medians of 2, every proof verified)
+#   table     the "Current" rows from what the parts above left in $OUT
+# Every part ends with `table`. JSON lines land in $OUT (default /tmp/cuzk-out), one file
+# per part and binary; the NVRTC cache in .carry/cache (carry it: compiling takes minutes).
+set -u -o pipefail
+
+if [ "${1:-}" = build ]; then
+  dir=$(realpath -m "${2:?build DIR [REV]}") rev=${3:-}
+  mkdir -p "$dir"
+  src=$PWD
+  if [ -n "$rev" ]; then
+    src=$(mktemp -d /tmp/cuzk-rev.XXXX)
+    git worktree add --detach "$src" "$rev" >/dev/null
+  fi
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+  (cd "$src" && cargo build --release --locked -p cuzk) || exit 1
+  cp "$CARGO_TARGET_DIR/release/cuzk" "$dir/cuzk"
+  tests=$(cd "$src" && cargo test --release --locked -p cuzk-gpu --test gpu --no-run \
+    --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "gpu" and m.get("executable"):
+        print(m["executable"])')
+  cp "$tests" "$dir/gpu_tests"
+  if [ -f "$src/crates/cuzk-gpu/examples/gpu_bench.rs" ]; then
+    (cd "$src" && cargo build --release --locked -p cuzk-gpu --example gpu_bench) &&
+      cp "$CARGO_TARGET_DIR/release/examples/gpu_bench" "$dir/gpu_bench"
+  fi
+  strip "$dir"/* 2>/dev/null
+  (cd "$src" && git rev-parse --short HEAD) > "$dir/COMMIT"
+  [ -n "$rev" ] && git worktree remove --force "$src"
+  ls -la "$dir"
+  exit 0
+fi
+
+OLD=${1:?OLD NEW PART...} NEW=${2:?OLD NEW PART...}
+shift 2
+OUT=${OUT:-/tmp/cuzk-out}
+mkdir -p "$OUT" .carry/cache
+export XDG_CACHE_HOME=$PWD/.carry/cache RUST_LOG=${RUST_LOG:-warn}
+SUPRASEAL_BIN=${SUPRASEAL_BIN:-$PWD/.carry/cuzk-supraseal-bench}
+PARAMS=${PARAMS:-/tmp/cuzk-params}
+SEED=1668643435
+
+t() { echo "== $* [$(date -u +%T)]"; }
+commit() { cat "$1/COMMIT" 2>/dev/null || echo "?"; }
+label() { if [ "$1" = "$OLD" ] && [ "$OLD" != "$NEW" ]; then echo old; else echo new; fi; }
+binaries() { if [ "$OLD" = "$NEW" ]; then echo "$NEW"; else echo "$OLD $NEW"; fi; }
+
+# `gpu_bench backend` in binaries that still have the example, `cuzk bench gpu prove` after.
+backend() {
+  local dir=$1 to=$2; shift 2
+  local sizes=$1; shift
+  if [ -x "$dir/gpu_bench" ]; then
+    timeout "$to" "$dir/gpu_bench" backend --seed 7 "$@" ${sizes//,/ }
+  else
+    timeout "$to" "$dir/cuzk" bench gpu prove --seed 7 --log-n "$sizes" "$@"
+  fi
+}
+
+part_checks() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  for dir in $(binaries); do
+    local w; w=$(label "$dir")
+    t "$w ($(commit "$dir")): gpu tests"
+    timeout 150 "$dir/gpu_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
+    t "$w: ntt checks to 2^16 against the CPU"
+    timeout 120 "$dir/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
+      grep -E '"ok":false|^\{"checks|rror'
+    for g in g1 g2; do
+      t "$w: msm checks $g"
+      timeout 90 "$dir/cuzk" bench msm --group $g --check --runs 1 --log-n 10 2>&1 |
+        grep -E '"ok":false|^\{"checks|rror'
+    done
+  done
+}
+
+part_backend() {
+  for dir in $(binaries); do
+    local w; w=$(label "$dir")
+    t "$w ($(commit "$dir")): backend 2^20 2^22 2^24, two workers x 20 partitions of 2^24"
+    backend "$dir" 280 20,22,24 --runs 3 --overlap 20 --workers 2 2>&1 |
+      grep -E '^\{|WARN|rror' | cut -c1-1500 | tee "$OUT/backend-$w.jsonl"
+  done
+}
+
+part_h2h() {
+  local dir=$1 w; w=$(label "$1")
+  if [ ! -x "$SUPRASEAL_BIN" ]; then
+    echo "no SupraSeal baseline at $SUPRASEAL_BIN (bench/supraseal/build.sh): skipped"
+    return
+  fi
+  for lg in 20 22 24; do
+    t "$w ($(commit "$dir")): bench prove 2^$lg against SupraSeal C2"
+    timeout 200 "$dir/cuzk" bench prove --backend gpu --compare supraseal --log-n $lg \
+      --reps 2 --seed $SEED --params-dir "$PARAMS" --supraseal-bin "$SUPRASEAL_BIN" 2>&1 |
+      grep -E '^\{|rror' | cut -c1-3000 | tee -a "$OUT/h2h-$w.jsonl"
+  done
+}
+
+# One row per headline case: figure (old → new), date, GPU, commit, the command.
+part_table() {
+  local gpu; gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  OUT=$OUT GPU="${gpu:-?}" DATE=$(date -u +%F) OLDC=$(commit "$OLD") NEWC=$(commit "$NEW") python3 - <<'EOF'
+import json, os
+out = os.environ["OUT"]
+
+def lines(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return [json.loads(l) for l in f if l.startswith("{")]
+    except (OSError, ValueError):
+        return []
+
+def fig(v, unit):
+    return "–" if v is None else f"{v:,.1f} {unit}" if unit == "ms" else f"{v:.4f} {unit}"
+
+rows = []
+cmd_b = "bench/reproduce.sh OLD NEW backend"
+for lg in (20, 22, 24):
+    got = {}
+    for w in ("old", "new"):
+        for l in lines(f"backend-{w}.jsonl"):
+            if l.get("op") == "gpu_prove" and l.get("log_n") == lg and l.get("residency") == "resident":
+                got[w] = l.get("ms_median")
+    rows.append((f"GPU prove 2^{lg}, resident, lone", got, "ms", cmd_b))
+got = {}
+for w in ("old", "new"):
+    for l in lines(f"backend-{w}.jsonl"):
+        if l.get("op") == "gpu_overlap":
+            got[w] = l.get("s_per_partition")
+rows.append(("two workers, 20 partitions of 2^24", got, "s/partition", cmd_b))
+for lg in (20, 22, 24):
+    got, ss = {}, {}
+    for w in ("old", "new"):
+        for l in lines(f"h2h-{w}.jsonl"):
+            if l.get("op") == "prove_head_to_head" and l.get("log_n") == lg:
+                got[w] = l.get("gpu_prove_ms_median")
+                ss[w] = l.get("supraseal_prove_ms_median")
+    extra = ""
+    if ss.get("new") and got.get("new"):
+        extra = f" (SupraSeal C2 {ss['new']:,.1f} ms, {ss['new'] / got['new']:.2f}×)"
+    rows.append((f"prove 2^{lg} vs SupraSeal C2{extra}", got, "ms",
+                 f"bench/reproduce.sh OLD NEW h2h-new"))
+print("| case | old | new | date | GPU | commits (old → new) | command |")
+print("|---|---|---|---|---|---|---|")
+for name, got, unit, cmd in rows:
+    if not got:
+        continue
+    print(f"| {name} | {fig(got.get('old'), unit)} | {fig(got.get('new'), unit)} | "
+          f"{os.environ['DATE']} | {os.environ['GPU']} | {os.environ['OLDC']} → "
+          f"{os.environ['NEWC']} | `{cmd}` |")
+EOF
+}
+
+for part in "$@"; do
+  case $part in
+    checks) part_checks ;;
+    backend) part_backend ;;
+    h2h-old) part_h2h "$OLD" ;;
+    h2h-new) part_h2h "$NEW" ;;
+    table) ;;
+    *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, table)"; exit 2 ;;
+  esac
+done
+t table
+part_table

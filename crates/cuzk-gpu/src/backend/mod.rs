@@ -1,0 +1,435 @@
+//! [`GpuBackend`]: cuzk-groth16's `Backend` on one device (issue #4). Per compute call:
+//! host preparation (a, b, c and the density-compacted scalar vectors written straight into
+//! the worker's pinned staging, batch by batch) and the upload into the worker's own device
+//! slot (each batch copied on the copy stream while the next is written) run first,
+//! outside the device's fair [`ComputeToken`]; the token is held
+//! only from the first kernel to the last result download: seven NTTs and the quotient
+//! kernel for H, then the five query sums (classification, batch addition of the ones,
+//! Pippenger over the others; B in G2 too). With a resident SRS the four witness sums (L,
+//! A, B in G1 and G2) run on a second stream of the device beside the quotient and the H
+//! sum, so that their short, latency-bound phases fill the others' kernels
+//! ([`GpuBackendConfig::concurrent_sums`]). With two workers per device one worker's
+//! preparation and upload overlap the other's kernels. The staging goes up as a, b, c, then
+//! the witness vectors: when the token is free once a is on its way (a lone prove), it is
+//! taken at once, and the rest is filled and uploaded while the quotient and the H sum run,
+//! each kernel waiting only for the part it reads.
+//!
+//! Device memory is made once and reused: per-worker slots ([`crate::backend::slots`]), one shared
+//! scratch with the NTT tables (used only under the token), and the resident SRSs
+//! ([`crate::backend::residency`]); each is re-made, logged, only when a larger shape arrives. An
+//! SRS that does not fit the VRAM budget is streamed from host memory through pinned
+//! staging instead ([`crate::backend::sums::sum_streamed`]).
+
+mod prepare;
+mod prove;
+pub mod residency;
+pub mod slots;
+pub mod sums;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cuzk_groth16::{
+    Assignment, Backend, BackendError, ComputeToken, MsmOutputs, ProveReport, ProveStage, Srs,
+};
+use parking_lot::Mutex;
+
+use crate::backend::prepare::{shape_of_srs, validate};
+use crate::backend::residency::{fingerprint, resident_size, Admit, ResidentSet, ResidentSrs};
+use crate::backend::slots::{SlotPool, SlotShape};
+use crate::backend::sums::sum_scratch_bytes;
+use crate::device::arena::{VramArena, ALIGN};
+use crate::device::layout::G2_AFFINE_BYTES;
+use crate::device::pinned::{PinnedBuf, PinnedPool};
+use crate::device::Device;
+use crate::error::{GpuError, Result};
+use crate::ops::msm::{build_table_g1, scratch_bytes, Group, WindowTable};
+use crate::ops::ntt::NttPlan;
+use crate::tuning::tuning;
+
+/// Where the SRS bases live during a compute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Residency {
+    /// Resident when it fits the VRAM budget (evicting idle SRSs), else streamed.
+    #[default]
+    Auto,
+    /// Always resident (evicting idle SRSs; fails if the device runs out of memory).
+    Resident,
+    /// Always streamed from host memory.
+    Streamed,
+}
+
+/// Settings of a [`GpuBackend`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuBackendConfig {
+    /// Workers that call compute at once on this device: one device slot each.
+    pub workers: usize,
+    /// Device bytes resident SRSs may take; `None`: what is free when an SRS is loaded,
+    /// less the slots and scratch still to be made and a 1 GiB margin.
+    pub vram_budget_bytes: Option<u64>,
+    /// SRS placement.
+    pub residency: Residency,
+    /// Bases per chunk when streaming.
+    pub stream_chunk_points: usize,
+    /// Device bytes the window table of a resident SRS's H query (`msm/table.rs`) may take
+    /// beyond the query itself; `None`: up to half of the budget left once the SRS is in
+    /// (the other half stays for other SRSs); `Some(0)`: no table. The default is the
+    /// process's `GpuTuning::h_table_max_bytes`.
+    pub h_table_max_bytes: Option<u64>,
+    /// Whether a resident prove runs the four witness sums (L, A, B in G1 and G2) on a
+    /// second stream beside the quotient and the H sum, the H sum then taking scratch of
+    /// its own. `None`: when that scratch is at most 1/32 of the device's memory (up to
+    /// 2^25 on an H200: 4.4 GB, against 7.2 GB at 2^26 and 12.8 GB at 2^27, where the
+    /// memory is worth more as window table rows). The default is the process's
+    /// `GpuTuning::concurrent_sums`.
+    pub concurrent_sums: Option<bool>,
+}
+
+impl Default for GpuBackendConfig {
+    fn default() -> Self {
+        GpuBackendConfig {
+            workers: 2,
+            vram_budget_bytes: None,
+            residency: Residency::Auto,
+            stream_chunk_points: 1 << 22,
+            h_table_max_bytes: tuning().h_table_max_bytes,
+            concurrent_sums: tuning().concurrent_sums,
+        }
+    }
+}
+
+/// The GPU prover backend for one device.
+pub struct GpuBackend {
+    dev: Arc<Device>,
+    cfg: GpuBackendConfig,
+    token: ComputeToken,
+    pinned: Arc<PinnedPool>,
+    slots: SlotPool,
+    // Used only under the token; the lock is uncontended.
+    shared: Mutex<Option<Shared>>,
+    shared_bytes: std::sync::atomic::AtomicU64,
+    srs: ResidentSet,
+    fault: Mutex<Option<ProveStage>>,
+    /// The second stream of concurrent sums, made on first use.
+    lane: std::sync::OnceLock<Arc<Device>>,
+    /// The device's memory in bytes (0 if the query failed), read on first use.
+    device_bytes: std::sync::OnceLock<u64>,
+}
+
+/// The scratch and NTT tables all workers share under the token, and the pinned staging
+/// of streamed chunks.
+struct Shared {
+    arena: VramArena,
+    stream_pins: Option<[PinnedBuf; 2]>,
+}
+
+/// Margin left free on the device by the default VRAM budget.
+const BUDGET_MARGIN: u64 = 1 << 30;
+
+impl GpuBackend {
+    /// A backend on `dev` with the default configuration (kernels load on first use).
+    pub fn new(dev: Arc<Device>) -> GpuBackend {
+        GpuBackend::with_config(dev, GpuBackendConfig::default())
+    }
+
+    /// A backend on `dev` with `cfg`. Nothing is allocated until the first compute or
+    /// [`GpuBackend::preload`].
+    pub fn with_config(dev: Arc<Device>, cfg: GpuBackendConfig) -> GpuBackend {
+        GpuBackend {
+            pinned: PinnedPool::new(dev.clone()),
+            slots: SlotPool::new(cfg.workers),
+            dev,
+            cfg,
+            token: ComputeToken::new(),
+            shared: Mutex::new(None),
+            shared_bytes: Default::default(),
+            srs: ResidentSet::default(),
+            fault: Mutex::new(None),
+            lane: std::sync::OnceLock::new(),
+            device_bytes: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Whether resident proves of `shape` run the witness sums on a second stream
+    /// ([`GpuBackendConfig::concurrent_sums`]).
+    fn lanes(&self, shape: &SlotShape) -> bool {
+        self.cfg.concurrent_sums.unwrap_or_else(|| {
+            let total = *self
+                .device_bytes
+                .get_or_init(|| self.dev.mem_info().map_or(0, |(_, total)| total));
+            h_scratch_bytes(shape) as u64 <= total / 32
+        })
+    }
+
+    /// The second stream's handle, made on first use.
+    fn lane(&self) -> Result<&Arc<Device>> {
+        if let Some(l) = self.lane.get() {
+            return Ok(l);
+        }
+        // Two racing callers would each make a stream; the loser's is dropped.
+        let l = self.dev.lane()?;
+        Ok(self.lane.get_or_init(|| l))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GpuBackendConfig {
+        &self.cfg
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// The device's compute token (held by compute calls around their kernels).
+    pub fn compute_token(&self) -> &ComputeToken {
+        &self.token
+    }
+
+    /// Makes `srs` resident now; returns its device bytes, 0 under [`Residency::Streamed`].
+    ///
+    /// # Errors
+    /// [`GpuError::SrsTooLarge`] when it does not fit the budget (under [`Residency::Auto`]);
+    /// allocation or upload errors.
+    pub fn preload(&self, srs: &Srs) -> Result<u64> {
+        if self.cfg.residency == Residency::Streamed {
+            return Ok(0);
+        }
+        let shape = shape_of_srs(srs);
+        match self.resident_for(srs, &shape)? {
+            Some(r) => Ok(r.bytes()),
+            None => Err(GpuError::SrsTooLarge {
+                bytes: resident_size(srs),
+            }),
+        }
+    }
+
+    /// Frees the resident SRSs not in use; returns the bytes released.
+    pub fn evict_all(&self) -> u64 {
+        self.srs.evict_idle(&self.dev)
+    }
+
+    /// Device bytes held by resident SRSs.
+    pub fn resident_bytes(&self) -> u64 {
+        self.srs.bytes()
+    }
+
+    /// SRS uploads made so far (a second prove with the same SRS makes none).
+    pub fn srs_uploads(&self) -> u64 {
+        self.srs.uploads()
+    }
+
+    /// Test hook: the next compute that reaches `stage` (prepare, upload, ntt_h, msm_h,
+    /// msm_l, msm_a, msm_b_g1, msm_b_g2) issues a launch the driver rejects there and fails
+    /// with `BackendError::Device` naming that stage. One-shot. [`ProveStage::HTable`]
+    /// fails the H window table's build instead, which the prove outlives.
+    pub fn inject_fault(&self, stage: ProveStage) {
+        *self.fault.lock() = Some(stage);
+    }
+
+    fn fault_at(&self, stage: ProveStage) -> Result<()> {
+        let hit = {
+            let mut f = self.fault.lock();
+            if *f == Some(stage) {
+                f.take()
+            } else {
+                None
+            }
+        };
+        match hit {
+            Some(_) => {
+                tracing::warn!(gpu = self.dev.ordinal(), %stage, "injected fault");
+                self.dev.invalid_launch()
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The resident copy of `srs`, loading it if the residency policy and budget allow.
+    fn resident_for(&self, srs: &Srs, shape: &SlotShape) -> Result<Option<Arc<ResidentSrs>>> {
+        if self.cfg.residency == Residency::Streamed {
+            return Ok(None);
+        }
+        let fp = fingerprint(srs);
+        let resident = self
+            .srs
+            .get_or_load(&self.dev, &self.pinned, srs, &fp, |need| {
+                let budget = match self.cfg.vram_budget_bytes {
+                    Some(b) => b,
+                    None => {
+                        let (free, _) = self.dev.mem_info()?;
+                        let need = shared_need(shape, true, 0, self.lanes(shape));
+                        let grow = (need as u64).saturating_sub(
+                            self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed),
+                        );
+                        let reserve = self.slots.unmade() as u64 * shape.bytes() as u64
+                            + grow
+                            + BUDGET_MARGIN;
+                        self.srs.bytes() + free.saturating_sub(reserve)
+                    }
+                };
+                let fits = self.srs.make_room(&self.dev, need, budget);
+                if !fits {
+                    tracing::info!(
+                        gpu = self.dev.ordinal(),
+                        need,
+                        budget,
+                        "srs does not fit the vram budget"
+                    );
+                }
+                if !fits && self.cfg.residency != Residency::Resident {
+                    return Ok(Admit::No);
+                }
+                let left = budget.saturating_sub(self.srs.bytes() + need);
+                let table_bytes = match self.cfg.h_table_max_bytes {
+                    _ if !fits => 0,
+                    Some(max) => max.min(left),
+                    None => left / 2,
+                };
+                Ok(Admit::Yes { table_bytes })
+            })?;
+        if let Some(r) = &resident {
+            self.build_table(r);
+        }
+        Ok(resident)
+    }
+
+    /// Builds the H window table of `r` if it has one still unbuilt, under the compute
+    /// token (its kernels must not run inside another prove's kernels' time). A failed
+    /// build is logged and the table given up: the sums then use the plain MSM, and a
+    /// device left unusable fails the prove at its next kernel, with that stage.
+    fn build_table(&self, r: &ResidentSrs) {
+        let Some(t) = r.table_pending() else {
+            return;
+        };
+        let _token = self.token.acquire();
+        let start = Instant::now();
+        let built = r.build_table(|h, t| {
+            self.fault_at(ProveStage::HTable)?;
+            build_table_g1(&self.dev, h, t)?;
+            self.dev.sync_compute()
+        });
+        match built {
+            Ok(true) => tracing::info!(
+                gpu = self.dev.ordinal(),
+                c = t.c,
+                sets = t.sets,
+                rows = t.rows(),
+                bytes = t.bytes(),
+                ms = start.elapsed().as_millis() as u64,
+                "h window table built"
+            ),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(
+                gpu = self.dev.ordinal(),
+                "h window table not built, proving without it: {e}"
+            ),
+        }
+    }
+
+    /// The window table of the H query of `srs`, when it is resident with one built.
+    pub fn h_table(&self, srs: &Srs) -> Option<WindowTable> {
+        self.srs.peek(&fingerprint(srs)).and_then(|r| r.table())
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> String {
+        format!("gpu:{}", self.dev.ordinal())
+    }
+
+    fn compute(
+        &self,
+        asg: &Assignment,
+        srs: &Srs,
+        report: &mut ProveReport,
+    ) -> Result<MsmOutputs, BackendError> {
+        // Only the assignment's own faults are the caller's; everything after is ours.
+        let shape = validate(asg, srs).map_err(|e| BackendError::Mismatch {
+            what: e.to_string(),
+        })?;
+        let mut stage = ProveStage::Prepare;
+        let r = self.compute_inner(asg, &shape, srs, report, &mut stage);
+        r.map_err(|e| BackendError::Device {
+            device: format!("gpu:{}", self.dev.ordinal()),
+            stage,
+            message: e.to_string(),
+        })
+    }
+
+    fn owns_compute_token(&self) -> bool {
+        true
+    }
+
+    fn srs_device_bytes(&self, srs: &Srs) -> u64 {
+        self.srs.peek(&fingerprint(srs)).map_or(0, |r| r.bytes())
+    }
+
+    fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
+        self.preload(srs).map_err(|e| BackendError::Device {
+            device: format!("gpu:{}", self.dev.ordinal()),
+            stage: ProveStage::PreloadSrs,
+            message: e.to_string(),
+        })
+    }
+
+    fn evict_srs(&self, srs: &Srs) -> u64 {
+        self.srs.evict_idle_one(&self.dev, &fingerprint(srs))
+    }
+}
+
+/// Bytes of the shared arena: NTT tables plus the sums' scratch (resident; with `lanes`,
+/// the H sum's and the witness sums' apart) or the two chunk buffers and one chunk's
+/// scratch (streamed).
+fn shared_need(shape: &SlotShape, resident: bool, chunk: usize, lanes: bool) -> usize {
+    let sums = if resident && lanes {
+        h_scratch_bytes(shape) + ALIGN + sum_scratch_bytes(shape.n_l.max(shape.n_a).max(shape.n_b))
+    } else if resident {
+        sum_scratch_bytes(shape.max_query())
+    } else {
+        2 * chunk * G2_AFFINE_BYTES + sum_scratch_bytes(chunk) + 2 * ALIGN
+    };
+    NttPlan::table_bytes(shape.lg) + sums + (8 << 20)
+}
+
+/// Scratch of the H sum alone (2^lg − 1 points in bellperson's parameters): its plain
+/// MSM, which holds the MSM over a window table of the same points too (a unit test in
+/// `msm/table.rs`).
+fn h_scratch_bytes(shape: &SlotShape) -> usize {
+    let n = 1usize << shape.lg;
+    scratch_bytes(Group::G1, n - 1).max(scratch_bytes(Group::G1, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(lg: u32) -> SlotShape {
+        let n = 1usize << lg;
+        SlotShape {
+            lg,
+            n_l: n,
+            n_a: n,
+            n_b: n / 4,
+        }
+    }
+
+    #[test]
+    fn concurrent_sums_by_default_up_to_2_25_on_an_h200() {
+        // The H sum's own scratch: 2.9 GB at 2^24, 4.4 GB at 2^25, 7.2 GB at 2^26.
+        let h200 = 143_771u64 << 20;
+        assert!(h_scratch_bytes(&shape(25)) as u64 <= h200 / 32);
+        assert!(h_scratch_bytes(&shape(26)) as u64 > h200 / 32);
+        // Beside the witness sums the H sum has scratch of its own: the arena grows by
+        // about that much, no more.
+        for lg in [10u32, 16, 20, 24] {
+            let s = shape(lg);
+            let one = shared_need(&s, true, 0, false);
+            let two = shared_need(&s, true, 0, true);
+            assert!(
+                two > one && two <= one + h_scratch_bytes(&s) + ALIGN,
+                "2^{lg}"
+            );
+        }
+    }
+}

@@ -1,0 +1,427 @@
+//! Host preparation of one partition for the GPU backend, done before the compute token is
+//! taken: the shape check against the parameters, and writing a, b, c (zero-padded to the
+//! domain) and the three density-compacted scalar vectors straight into the worker slot's
+//! pinned staging, in the slot's device layout (`slots.rs`). The staging is filled in
+//! batches and each batch's upload is enqueued as soon as it is written
+//! ([`fill_batched`]), so the copy of one batch overlaps the filling of the next.
+
+use blstrs::Scalar;
+use cuzk_groth16::{Assignment, Density, Srs};
+
+use crate::backend::slots::SlotShape;
+use crate::device::layout::{as_bytes, FR_BYTES};
+use crate::error::{GpuError, Result};
+
+/// The slot shape an SRS implies (domain from the H query: n − 1 points).
+pub(crate) fn shape_of_srs(srs: &Srs) -> SlotShape {
+    SlotShape {
+        lg: (srs.h.len() + 1).next_power_of_two().trailing_zeros(),
+        n_l: srs.l.len(),
+        n_a: srs.a.len(),
+        n_b: srs.b_g1.len(),
+    }
+}
+
+/// Number of set bits among the first `len` of `d`.
+pub(crate) fn density_count(d: &Density, len: usize) -> usize {
+    if d.len() == len {
+        d.count_ones()
+    } else {
+        (0..len.min(d.len())).filter(|&i| d.get(i)).count()
+    }
+}
+
+/// The shape of `asg`, checked against the parameters.
+pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
+    let lg = asg.lg_domain();
+    let n = 1usize << lg;
+    let rows = asg.n_rows();
+    if asg.b.len() != rows || asg.c.len() != rows || rows > n {
+        return Err(GpuError::Input(format!(
+            "a, b, c have {}, {}, {} rows for a domain of {n}",
+            rows,
+            asg.b.len(),
+            asg.c.len()
+        )));
+    }
+    if srs.h.len() > n {
+        return Err(GpuError::Input(format!(
+            "h query has {} points for a domain of {n}",
+            srs.h.len()
+        )));
+    }
+    let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
+    let shape = SlotShape {
+        lg,
+        n_l: nx,
+        n_a: ni + density_count(&asg.a_aux_density, nx),
+        n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
+    };
+    for (name, got, want) in [
+        ("l", shape.n_l, srs.l.len()),
+        ("a", shape.n_a, srs.a.len()),
+        ("b_g1", shape.n_b, srs.b_g1.len()),
+        ("b_g2", shape.n_b, srs.b_g2.len()),
+    ] {
+        if got != want {
+            return Err(GpuError::Input(format!(
+                "{name} query: assignment uses {got} bases, parameters have {want}"
+            )));
+        }
+    }
+    Ok(shape)
+}
+
+/// Scalars per piece of the parallel fill (2 MiB of scalars).
+const PIECE: usize = 1 << 16;
+
+/// Staging bytes filled before their upload is enqueued: the copy of one batch runs while
+/// the host fills the next, so preparation and upload overlap instead of adding up (at
+/// 2^24 they were ~70 and ~51 ms one after the other).
+pub(crate) const UPLOAD_BATCH: usize = 64 << 20;
+
+/// One unit of the parallel fill, writing the staging bytes `[at, at + len)`.
+#[derive(Clone, Copy)]
+pub(crate) struct Piece<'a> {
+    at: usize,
+    len: usize,
+    what: Fill<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Fill<'a> {
+    /// The scalars as they are.
+    Copy(&'a [Scalar]),
+    /// Zeros (the padding of a, b, c to the domain).
+    Zero,
+    /// The scalars whose bit in the density (from bit `first` on) is set; bits past the
+    /// density's length count as unset.
+    Compact(&'a [Scalar], &'a Density, usize),
+}
+
+impl Piece<'_> {
+    /// One past the last staging byte this piece writes.
+    fn end(&self) -> usize {
+        self.at + self.len
+    }
+
+    fn fill(&self, out: &mut [u8]) {
+        match self.what {
+            Fill::Copy(v) => out.copy_from_slice(as_bytes(v)),
+            Fill::Zero => out.fill(0),
+            Fill::Compact(v, d, first) => {
+                let mut at = 0;
+                for (i, s) in v.iter().enumerate() {
+                    if density_bit(d, first + i) {
+                        out[at..at + FR_BYTES].copy_from_slice(as_bytes(std::slice::from_ref(s)));
+                        at += FR_BYTES;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Bit `i` of `d`; bits past its length count as unset.
+fn density_bit(d: &Density, i: usize) -> bool {
+    i < d.len() && d.get(i)
+}
+
+/// The pieces writing `parts` (each filtered by its density when given) one after another
+/// from staging offset `at`, in order; returns the offset after the last. The set bits of
+/// each compacted piece are counted in parallel first, which fixes where its output goes.
+fn vector_pieces<'a>(
+    mut at: usize,
+    parts: &[(&'a [Scalar], Option<&'a Density>)],
+    out: &mut Vec<Piece<'a>>,
+) -> usize {
+    use rayon::prelude::*;
+    let spans: Vec<(usize, usize, usize)> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(p, (v, _))| {
+            (0..v.len())
+                .step_by(PIECE)
+                .map(move |b| (p, b, (b + PIECE).min(v.len())))
+        })
+        .collect();
+    let counts: Vec<usize> = spans
+        .par_iter()
+        .map(|&(p, b, e)| match parts[p].1 {
+            None => e - b,
+            Some(d) => (b..e).filter(|&i| density_bit(d, i)).count(),
+        })
+        .collect();
+    for (&(p, b, e), count) in spans.iter().zip(counts) {
+        let (v, d) = parts[p];
+        let what = match d {
+            None => Fill::Copy(&v[b..e]),
+            Some(d) => Fill::Compact(&v[b..e], d, b),
+        };
+        out.push(Piece {
+            at,
+            len: count * FR_BYTES,
+            what,
+        });
+        at += count * FR_BYTES;
+    }
+    at
+}
+
+/// Zero pieces covering `[at, end)`.
+fn zero_pieces(mut at: usize, end: usize, out: &mut Vec<Piece<'_>>) {
+    while at < end {
+        let len = (end - at).min(PIECE * FR_BYTES);
+        out.push(Piece {
+            at,
+            len,
+            what: Fill::Zero,
+        });
+        at += len;
+    }
+}
+
+/// The pieces of `asg`'s staging in the slot layout of `shape`, in staging order: a, b, c
+/// zero-padded to the domain, then the L, A and B scalar vectors compacted by density.
+pub(crate) fn staging_pieces<'a>(shape: &SlotShape, asg: &'a Assignment) -> Vec<Piece<'a>> {
+    let (lay, _) = shape.layout();
+    let mut out = Vec::new();
+    for (v, (off, bytes)) in [&asg.a, &asg.b, &asg.c].into_iter().zip(lay) {
+        let end = vector_pieces(off, &[(v, None)], &mut out);
+        zero_pieces(end, off + bytes, &mut out);
+    }
+    let compacted: [&[(&[Scalar], Option<&Density>)]; 3] = [
+        &[(&asg.aux_assignment, None)],
+        &[
+            (&asg.input_assignment, None),
+            (&asg.aux_assignment, Some(&asg.a_aux_density)),
+        ],
+        &[
+            (&asg.input_assignment, Some(&asg.b_input_density)),
+            (&asg.aux_assignment, Some(&asg.b_aux_density)),
+        ],
+    ];
+    for (parts, (off, _)) in compacted.into_iter().zip(&lay[3..]) {
+        vector_pieces(*off, parts, &mut out);
+    }
+    out
+}
+
+/// The pieces (in staging order, none crossing a vector's end) that lie inside `range`,
+/// a byte range of the slot layout that starts and ends on vector boundaries.
+pub(crate) fn pieces_within<'p, 'a>(
+    pieces: &'p [Piece<'a>],
+    range: &std::ops::Range<usize>,
+) -> &'p [Piece<'a>] {
+    let cut = |at: usize| pieces.partition_point(|p| p.end() <= at);
+    &pieces[cut(range.start)..cut(range.end)]
+}
+
+/// Fills the bytes `range` of `staging` (a byte range of the slot layout) from `pieces` (in
+/// staging order, disjoint, inside `range`) in batches of about `batch` bytes, each filled
+/// in parallel and then handed to `upload(bytes, offset)`, which enqueues its copy and
+/// returns; the next batch is filled while that copy runs. Every byte of `range` is handed
+/// over exactly once, the gaps between the vectors included.
+///
+/// # Errors
+/// [`GpuError::Input`] if the pieces do not fit `range` or the staging; `upload`'s errors
+/// (the batches handed over before it failed may still be in flight: the caller waits for
+/// the copy stream before the staging is reused).
+pub(crate) fn fill_batched(
+    staging: &mut [u8],
+    range: std::ops::Range<usize>,
+    pieces: &[Piece<'_>],
+    batch: usize,
+    mut upload: impl FnMut(&[u8], usize) -> Result<()>,
+) -> Result<()> {
+    use rayon::prelude::*;
+    let total = range.end;
+    if total > staging.len()
+        || range.start > total
+        || pieces.iter().any(|p| p.at < range.start || p.end() > total)
+    {
+        return Err(GpuError::Input(
+            "slot staging smaller than its layout".into(),
+        ));
+    }
+    let mut rest = &mut staging[range.clone()];
+    let (mut done, mut i) = (range.start, 0usize);
+    while done < total {
+        // The pieces of this batch: up to the first that ends `batch` bytes past `done`.
+        let mut j = i;
+        let mut end = done;
+        while j < pieces.len() && end - done < batch {
+            end = end.max(pieces[j].end());
+            j += 1;
+        }
+        if j == pieces.len() {
+            end = total;
+        }
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(end - done);
+        let mut outs = Vec::with_capacity(j - i);
+        let mut free = &mut mine[..];
+        let mut at = done;
+        for p in &pieces[i..j] {
+            if p.at < at {
+                return Err(GpuError::Input("staging pieces overlap".into()));
+            }
+            let (_, t) = std::mem::take(&mut free).split_at_mut(p.at - at);
+            let (out, t) = t.split_at_mut(p.len);
+            outs.push(out);
+            free = t;
+            at = p.end();
+        }
+        pieces[i..j]
+            .par_iter()
+            .zip(outs)
+            .for_each(|(p, out)| p.fill(out));
+        upload(mine, done)?;
+        rest = tail;
+        done = end;
+        i = j;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fills a staging of `total` bytes from `pieces` in batches of `batch`, checking that
+    /// the batches tile [0, total) in order.
+    fn fill(total: usize, pieces: &[Piece<'_>], batch: usize) -> Vec<u8> {
+        let mut buf = vec![0xa5u8; total + 7];
+        let mut seen = Vec::new();
+        let mut next = 0;
+        fill_batched(&mut buf, 0..total, pieces, batch, |b, off| {
+            assert_eq!(off, next, "batches in order, no gap");
+            next = off + b.len();
+            seen.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(next, total);
+        assert_eq!(&seen[..], &buf[..total]);
+        seen
+    }
+
+    #[test]
+    fn compaction_keeps_density_order() {
+        let v: Vec<Scalar> = (0..10u64).map(Scalar::from).collect();
+        let mut d = Density::new(0);
+        for i in 0..10 {
+            d.push(i % 3 == 0);
+        }
+        assert_eq!(density_count(&d, 10), 4);
+        let mut pieces = Vec::new();
+        let end = vector_pieces(0, &[(&v[..2], None), (&v, Some(&d))], &mut pieces);
+        assert_eq!(end, 6 * FR_BYTES);
+        let want: Vec<Scalar> = [0u64, 1, 0, 3, 6, 9]
+            .into_iter()
+            .map(Scalar::from)
+            .collect();
+        for batch in [1, FR_BYTES, 1 << 20] {
+            assert_eq!(fill(end, &pieces, batch), as_bytes(&want));
+        }
+    }
+
+    #[test]
+    fn compaction_across_pieces_matches_a_plain_filter() {
+        let n = 3 * PIECE + 77;
+        let v: Vec<Scalar> = (0..n as u64).map(Scalar::from).collect();
+        let mut d = Density::new(0);
+        for i in 0..n - 5 {
+            d.push(i % 7 == 1 || i % 64 == 0);
+        }
+        let inputs: Vec<Scalar> = (0..5u64).map(|i| Scalar::from(1000 + i)).collect();
+        let want: Vec<Scalar> = inputs
+            .iter()
+            .chain(
+                v.iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i < n - 5 && (i % 7 == 1 || i % 64 == 0))
+                    .map(|(_, s)| s),
+            )
+            .copied()
+            .collect();
+        let mut pieces = Vec::new();
+        let end = vector_pieces(0, &[(&inputs, None), (&v, Some(&d))], &mut pieces);
+        assert_eq!(end, want.len() * FR_BYTES);
+        for batch in [1000, 1 << 16, UPLOAD_BATCH] {
+            assert_eq!(fill(end, &pieces, batch), as_bytes(&want));
+        }
+    }
+
+    #[test]
+    fn staging_matches_the_slot_layout() {
+        // 3 rows in a domain of 8, two inputs, five aux with A and B densities.
+        let sc = |x: u64| Scalar::from(x);
+        let mut asg = Assignment {
+            a: (1..4).map(sc).collect(),
+            b: (11..14).map(sc).collect(),
+            c: (21..24).map(sc).collect(),
+            input_assignment: vec![sc(100), sc(101)],
+            aux_assignment: (200..205).map(sc).collect(),
+            ..Default::default()
+        };
+        let bits = |b: &[bool]| {
+            let mut d = Density::new(0);
+            b.iter().for_each(|&x| d.push(x));
+            d
+        };
+        asg.a_aux_density = bits(&[true, false, true, false, false]);
+        asg.b_input_density = bits(&[false, true]);
+        asg.b_aux_density = bits(&[false, false, false, true, true]);
+        let shape = SlotShape {
+            lg: 3,
+            n_l: 5,
+            n_a: 4,
+            n_b: 3,
+        };
+        let (lay, total) = shape.layout();
+        let pieces = staging_pieces(&shape, &asg);
+        for batch in [1, 100, 1 << 20] {
+            let got = fill(total, &pieces, batch);
+            let at = |v: usize| &got[lay[v].0..lay[v].0 + lay[v].1];
+            let pad = |v: &[u64]| {
+                let mut x: Vec<Scalar> = v.iter().map(|&x| sc(x)).collect();
+                x.resize(8, <Scalar as ff::Field>::ZERO);
+                x
+            };
+            assert_eq!(at(0), as_bytes(&pad(&[1, 2, 3])));
+            assert_eq!(at(1), as_bytes(&pad(&[11, 12, 13])));
+            assert_eq!(at(2), as_bytes(&pad(&[21, 22, 23])));
+            assert_eq!(at(3), as_bytes(&asg.aux_assignment));
+            let a: Vec<Scalar> = [100, 101, 200, 202].into_iter().map(sc).collect();
+            assert_eq!(at(4), as_bytes(&a));
+            let b: Vec<Scalar> = [101, 203, 204].into_iter().map(sc).collect();
+            assert_eq!(at(5), as_bytes(&b));
+            // In parts (the backend fills a, b, c and the witness one after another): the
+            // same bytes.
+            let abc_end = lay[3].0;
+            let mut buf = vec![0xa5u8; total];
+            let mut next = 0;
+            for range in [0..abc_end, abc_end..total] {
+                let part = pieces_within(&pieces, &range);
+                fill_batched(&mut buf, range, part, batch, |b, off| {
+                    assert_eq!(off, next, "batches in order, no gap");
+                    next = off + b.len();
+                    Ok(())
+                })
+                .unwrap();
+            }
+            assert_eq!(next, total);
+            assert_eq!(buf, got);
+        }
+    }
+
+    #[test]
+    fn a_staging_too_small_is_an_error() {
+        let v: Vec<Scalar> = (0..4u64).map(Scalar::from).collect();
+        let mut pieces = Vec::new();
+        let end = vector_pieces(0, &[(&v, None)], &mut pieces);
+        let mut buf = vec![0u8; end - 1];
+        let r = fill_batched(&mut buf, 0..end, &pieces, 64, |_, _| Ok(()));
+        assert!(matches!(r, Err(GpuError::Input(_))));
+    }
+}

@@ -1,0 +1,274 @@
+//! [`SlotPool`]: the per-worker device buffers of the GPU backend. A [`Slot`] holds one
+//! partition's a, b, c evaluations and its compacted scalar vectors, on the device and in a
+//! pinned host staging buffer with the same layout, so host preparation writes straight
+//! into pinned memory and one asynchronous copy moves everything. A compute call takes a
+//! slot for its whole duration and gives it back on drop (RAII, also on errors). Slots are
+//! made on demand up to the configured worker count and re-made, logged, only when a larger
+//! shape arrives: nothing on the hot path allocates device memory. The shared scratch and
+//! the SRS are not here (backend.rs and residency.rs).
+
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::device::arena::{DevRegion, VramArena, ALIGN};
+use crate::device::layout::FR_BYTES;
+use crate::device::pinned::{PinnedBuf, PinnedPool};
+use crate::device::Device;
+use crate::error::Result;
+
+/// The sizes of one partition: domain 2^lg and the lengths of the three compacted scalar
+/// vectors (L: aux; A: inputs + aux in the A density; B: the B density).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotShape {
+    /// log2 of the evaluation domain.
+    pub lg: u32,
+    /// Scalars of the L query.
+    pub n_l: usize,
+    /// Scalars of the A query.
+    pub n_a: usize,
+    /// Scalars of the B queries (G1 and G2).
+    pub n_b: usize,
+}
+
+/// Which vector of a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotVec {
+    /// a evaluations (n scalars, zero-padded).
+    A,
+    /// b evaluations.
+    B,
+    /// c evaluations.
+    C,
+    /// Compacted L scalars.
+    L,
+    /// Compacted A scalars.
+    ScalarsA,
+    /// Compacted B scalars.
+    ScalarsB,
+}
+
+impl SlotShape {
+    /// Points of the longest query sum: the domain (H) or one of L, A, B.
+    pub fn max_query(&self) -> usize {
+        (1usize << self.lg)
+            .max(self.n_l)
+            .max(self.n_a)
+            .max(self.n_b)
+    }
+
+    /// Byte offset and length of each vector, in [`SlotVec`] order, and the total.
+    pub fn layout(&self) -> ([(usize, usize); 6], usize) {
+        let n = 1usize << self.lg;
+        let lens = [n, n, n, self.n_l, self.n_a, self.n_b];
+        let mut out = [(0, 0); 6];
+        let mut at = 0usize;
+        for (o, len) in out.iter_mut().zip(lens) {
+            let bytes = len * FR_BYTES;
+            *o = (at, bytes);
+            at = (at + bytes).next_multiple_of(ALIGN);
+        }
+        (out, at.max(ALIGN))
+    }
+
+    /// Total bytes of one slot of this shape (device and pinned host each).
+    pub fn bytes(&self) -> usize {
+        self.layout().1
+    }
+}
+
+/// One worker's buffers.
+pub struct Slot {
+    arena: VramArena,
+    staging: PinnedBuf,
+}
+
+impl Slot {
+    fn new(dev: &Arc<Device>, pinned: &Arc<PinnedPool>, bytes: usize) -> Result<Slot> {
+        let arena = VramArena::new(dev.clone(), bytes)?;
+        let staging = pinned.take(bytes)?;
+        Ok(Slot { arena, staging })
+    }
+
+    fn capacity(&self) -> usize {
+        self.arena.size().min(self.staging.len())
+    }
+
+    /// The whole device range `shape` uses and the pinned staging, together (the staging
+    /// is filled while earlier parts of it are copied into that range).
+    ///
+    /// # Errors
+    /// As [`Slot::region`]; driver errors.
+    pub fn upload_parts(&mut self, shape: &SlotShape) -> Result<(DevRegion<'_>, &mut [u8])> {
+        let region = self.arena.region(0, shape.bytes())?;
+        Ok((region, self.staging.as_mut_slice()?))
+    }
+}
+
+/// One slot's device vectors for a shape, cut from the range [`Slot::upload_parts`] gives
+/// (so they can be used while the staging is still being filled).
+#[derive(Clone, Copy)]
+pub struct SlotVecs<'a>([DevRegion<'a>; 6]);
+
+impl<'a> SlotVecs<'a> {
+    /// The vectors of `shape` inside `used`.
+    ///
+    /// # Errors
+    /// [`crate::GpuError::Input`] if the layout does not fit `used`.
+    pub fn new(used: &DevRegion<'a>, shape: &SlotShape) -> Result<SlotVecs<'a>> {
+        let (lay, _) = shape.layout();
+        let mut out = [*used; 6];
+        for (o, (off, bytes)) in out.iter_mut().zip(lay) {
+            *o = used.slice(off, bytes)?;
+        }
+        Ok(SlotVecs(out))
+    }
+
+    /// The region of vector `v`.
+    pub fn get(&self, v: SlotVec) -> DevRegion<'a> {
+        self.0[v as usize]
+    }
+}
+
+/// Up to `max` slots, handed out one per compute call.
+pub struct SlotPool {
+    max: usize,
+    state: Mutex<PoolState>,
+    returned: Condvar,
+}
+
+struct PoolState {
+    free: Vec<Slot>,
+    made: usize,
+}
+
+/// A slot taken from the pool; it goes back on drop.
+pub struct SlotGuard<'p> {
+    pool: &'p SlotPool,
+    slot: Option<Slot>,
+}
+
+impl SlotPool {
+    /// A pool that makes at most `max` slots (at least one).
+    pub fn new(max: usize) -> SlotPool {
+        SlotPool {
+            max: max.max(1),
+            state: Mutex::new(PoolState {
+                free: Vec::new(),
+                made: 0,
+            }),
+            returned: Condvar::new(),
+        }
+    }
+
+    /// Slots made so far.
+    pub fn made(&self) -> usize {
+        self.state.lock().made
+    }
+
+    /// Slots not yet made.
+    pub fn unmade(&self) -> usize {
+        self.max - self.made()
+    }
+
+    /// A slot big enough for `shape`: a free one, else a new one while fewer than `max`
+    /// exist, else waits for one to come back. A free slot too small for the shape is
+    /// re-made at the new size (logged).
+    ///
+    /// # Errors
+    /// Allocation errors (device or pinned memory).
+    pub fn take(
+        &self,
+        dev: &Arc<Device>,
+        pinned: &Arc<PinnedPool>,
+        shape: &SlotShape,
+    ) -> Result<SlotGuard<'_>> {
+        let bytes = shape.bytes();
+        let mut st = self.state.lock();
+        let found = loop {
+            if let Some(i) = (0..st.free.len()).max_by_key(|&i| st.free[i].capacity()) {
+                break Some(st.free.swap_remove(i));
+            }
+            if st.made < self.max {
+                st.made += 1;
+                break None;
+            }
+            self.returned.wait(&mut st);
+        };
+        drop(st);
+        let slot = match found {
+            Some(s) if s.capacity() >= bytes => Ok(s),
+            Some(s) => {
+                tracing::info!(
+                    gpu = dev.ordinal(),
+                    old_bytes = s.capacity(),
+                    bytes,
+                    "slot re-made for a larger shape"
+                );
+                drop(s);
+                Slot::new(dev, pinned, bytes)
+            }
+            None => {
+                tracing::info!(gpu = dev.ordinal(), bytes, lg = shape.lg, "slot made");
+                Slot::new(dev, pinned, bytes)
+            }
+        };
+        match slot {
+            Ok(s) => Ok(SlotGuard {
+                pool: self,
+                slot: Some(s),
+            }),
+            Err(e) => {
+                // The slot is gone: let a later call make it again.
+                self.state.lock().made -= 1;
+                self.returned.notify_one();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for SlotGuard<'_> {
+    type Target = Slot;
+    fn deref(&self) -> &Slot {
+        // The slot is only taken out in Drop.
+        self.slot.as_ref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl std::ops::DerefMut for SlotGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Slot {
+        self.slot.as_mut().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.slot.take() {
+            self.pool.state.lock().free.push(s);
+            self.pool.returned.notify_one();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_aligned_and_disjoint() {
+        let s = SlotShape {
+            lg: 4,
+            n_l: 5,
+            n_a: 0,
+            n_b: 7,
+        };
+        let (l, total) = s.layout();
+        assert_eq!(l[0], (0, 16 * FR_BYTES));
+        for w in l.windows(2) {
+            assert!(w[1].0 >= w[0].0 + w[0].1);
+            assert_eq!(w[1].0 % ALIGN, 0);
+        }
+        assert!(total >= l[5].0 + l[5].1);
+    }
+}

@@ -1,0 +1,600 @@
+//! Pippenger MSM on the device for G1 and G2 ([`msm_g1`], [`msm_g2`]): the host sequence
+//! of the phases in `kernels/msm.cu` (canonical scalars, bucket histogram, counting sort,
+//! bucket accumulation, per-window running sums, reductions; the Horner combination runs on
+//! the host). Bases are resident (blst affine points, optionally through an index list),
+//! streamed from host memory in chunks (`streamed.rs`) or read through a window table
+//! (`table.rs`); the multi-block scan is `scan.rs`.
+
+mod scan;
+mod streamed;
+mod table;
+
+pub(crate) use scan::{scan_exclusive, scan_scratch_bytes};
+pub use streamed::{msm_streamed_g1, msm_streamed_g2};
+pub use table::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
+
+use blstrs::{G1Projective, G2Projective};
+use group::Group as _;
+
+use crate::device::arena::{DevRegion, Scratch};
+use crate::device::layout::{self, FR_BYTES};
+use crate::device::{launch, Device, PhaseTimer};
+use crate::error::{GpuError, Result};
+use crate::tuning::tuning;
+
+/// Which group an MSM runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// G1 over Fp.
+    G1,
+    /// G2 over Fp2.
+    G2,
+}
+
+impl Group {
+    /// Bytes of an affine base.
+    pub fn affine_bytes(self) -> usize {
+        match self {
+            Group::G1 => layout::G1_AFFINE_BYTES,
+            Group::G2 => layout::G2_AFFINE_BYTES,
+        }
+    }
+    /// Bytes of an XYZZ bucket.
+    pub fn xyzz_bytes(self) -> usize {
+        4 * self.affine_bytes() / 2
+    }
+    /// Bytes of a Jacobian result.
+    pub fn jacobian_bytes(self) -> usize {
+        match self {
+            Group::G1 => layout::G1_JACOBIAN_BYTES,
+            Group::G2 => layout::G2_JACOBIAN_BYTES,
+        }
+    }
+    /// Threads per block for point kernels: G2 uses about twice the registers.
+    pub(crate) fn block(self) -> u32 {
+        match self {
+            Group::G1 => 128,
+            Group::G2 => 64,
+        }
+    }
+}
+
+/// Window size in bits for n points: among the c in 8..=20 whose top window holds at least
+/// 8 bits (8, 13, 16, 19, 20), the one that minimises the modelled cost
+/// ceil(256 / c) · (n + 3 · 2^(c−1)) — per window, n bucket additions plus the running sums
+/// over its 2^(c−1) buckets (about three mixed additions' worth per bucket). That is c = 16
+/// from ~2^18.5 to ~2^22 points, 19 to ~2^23.2 and 20 for the dense 2^24+ H query (13
+/// windows instead of 16). With ceil(256 / c) windows the top one holds only 256 − c ·
+/// (windows − 1) bits of a 255-bit scalar (plus the signed digits' carry): 1 bit for c = 17,
+/// 4 for c = 18, so a few buckets take most points. The load-balanced accumulation spreads
+/// them over threads, but the fixup then adds one such bucket's thread partials serially:
+/// on an H200 a 2^22 MSM took 200 ms with c = 17 and 106 ms with c = 18 against 52 ms with
+/// c = 16 (docs/runs/2026-11-30.md, "Window widths"), so those widths are never chosen.
+/// `GpuTuning::msm_window_bits` (8..=20) forces any c for every MSM, to benchmark window
+/// sizes.
+pub fn window_bits(n: usize) -> u32 {
+    tuning().msm_window_bits.unwrap_or_else(|| {
+        (8u32..=20)
+            .filter(|&c| top_window_bits(c) >= 8)
+            .min_by_key(|&c| modelled_additions(n, c, windows(c)))
+            .unwrap_or(16)
+    })
+}
+
+/// Windows of c bits in a 256-bit scalar.
+pub(crate) fn windows(c: u32) -> u32 {
+    256u32.div_ceil(c)
+}
+
+/// The cost model of [`window_bits`] and of the window tables: an MSM of n points with
+/// c-bit windows and `sets` bucket sets makes one addition per point and window, plus about
+/// three per bucket for the running sums.
+fn modelled_additions(n: usize, c: u32, sets: u32) -> u64 {
+    n as u64 * windows(c) as u64 + 3 * sets as u64 * (1u64 << (c - 1))
+}
+
+/// Bits of a 256-bit scalar left for the top window of c-bit windows.
+fn top_window_bits(c: u32) -> u32 {
+    256 - c * (windows(c) - 1)
+}
+
+/// Accumulation threads aimed for: a few waves of the ~50k G1 threads an H200 holds at once.
+const ACC_THREADS: usize = 1 << 18;
+/// Fewest sorted entries per accumulation thread, so that most buckets of a sparse MSM
+/// still lie inside one thread's range and skip the fixup.
+const ACC_MIN_K: usize = 32;
+
+/// Buckets of one window are summed in runs of `seg` by one thread: at least this many
+/// (the weight j · seg of run j costs a double-and-add per run, amortized over the run)...
+const SEG_MIN: u32 = 16;
+/// ...and more when that would give more than this many running-sum threads (c = 20 has
+/// 13 · 2^19 buckets).
+const SEG_THREADS: usize = 1 << 17;
+/// Reduction factor of one `sum_groups` launch (here and for the batch addition's
+/// partials). After the first launch these reductions are latency chains: few threads, each
+/// adding K points one after another. On an H200, 4 instead of 16 took the reduce phase of
+/// a 2^19-point MSM from 0.68 to 0.35 ms in G1 and from 1.97 to 0.93 ms in G2.
+pub(crate) const REDUCE_K: u32 = 4;
+
+/// Sorted entries per accumulation thread and the thread count for `total` entries.
+fn acc_split_total(total: usize) -> (u32, usize) {
+    let k = total.div_ceil(ACC_THREADS).max(ACC_MIN_K);
+    (k as u32, total.div_ceil(k).max(1))
+}
+
+struct Shape {
+    c: u32,
+    /// Digit windows.
+    nwin: u32,
+    nb: u32,
+    /// Bucket sets: nwin for a plain MSM, fewer over a window table (`table.rs`).
+    sets: u32,
+    /// Points between rows of a window table (0: a plain MSM, every window reads row 0).
+    stride: usize,
+}
+
+impl Shape {
+    /// The plain MSM of n points.
+    fn new(n: usize) -> Shape {
+        let c = window_bits(n);
+        Shape::with(c, windows(c), 0)
+    }
+
+    /// c-bit windows in `sets` bucket sets, table rows `stride` points apart.
+    fn with(c: u32, sets: u32, stride: usize) -> Shape {
+        Shape {
+            c,
+            nwin: windows(c),
+            nb: 1 << (c - 1),
+            sets,
+            stride,
+        }
+    }
+    fn buckets(&self) -> usize {
+        self.sets as usize * self.nb as usize
+    }
+    /// Buckets per running-sum thread: a power of two dividing nb.
+    fn seg(&self) -> u32 {
+        let want = self.buckets().div_ceil(SEG_THREADS).next_power_of_two() as u32;
+        want.max(SEG_MIN).min(self.nb)
+    }
+    fn nseg(&self) -> u32 {
+        self.nb / self.seg()
+    }
+    /// Sorted entries per accumulation thread and the thread count, for at most n · nwin
+    /// entries (zero digits make the real count smaller; surplus threads exit).
+    fn acc_split(&self, n: usize) -> (u32, usize) {
+        acc_split_total(n * self.nwin as usize)
+    }
+}
+
+/// Scratch bytes an MSM of n points in `group` needs.
+pub fn scratch_bytes(group: Group, n: usize) -> usize {
+    shape_scratch_bytes(&Shape::new(n), group, n)
+}
+
+fn shape_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
+    let m = s.buckets();
+    let a = crate::device::arena::ALIGN;
+    n * FR_BYTES
+        + a
+        + 3 * (m + 1) * 4
+        + 3 * a
+        + scan_scratch_bytes(m)
+        + n * s.nwin as usize * 4
+        + a
+        + m * group.xyzz_bytes()
+        + a
+        + 2 * s.acc_split(n).1 * group.xyzz_bytes()
+        + 2 * a
+        + 2 * s.sets as usize * s.nseg() as usize * group.xyzz_bytes()
+        + 2 * a
+        + 32 * group.jacobian_bytes()
+        + a
+}
+
+/// Scratch bytes an MSM of n points needs in whichever group needs more.
+pub fn scratch_bytes_any(n: usize) -> usize {
+    scratch_bytes(Group::G1, n).max(scratch_bytes(Group::G2, n))
+}
+
+/// An enqueued MSM: the per-window sums W_w (Jacobian, on the device) of Σ s_i·P_i =
+/// Σ_w 2^(c·w)·W_w (over a window table, one sum per bucket set: the same formula with
+/// `nwin` = sets). The Horner combination runs on the CPU ([`MsmOut::finish_g1`]): 256
+/// doublings are ~0.1 ms with blst but ~6 ms in one GPU thread.
+#[derive(Clone, Copy, Debug)]
+pub struct MsmOut<'s> {
+    /// nwin Jacobian points.
+    pub windows: DevRegion<'s>,
+    /// Number of windows.
+    pub nwin: u32,
+    /// Window width in bits.
+    pub c: u32,
+}
+
+impl MsmOut<'_> {
+    /// Bytes to download: the window sums.
+    pub fn bytes(&self, group: Group) -> usize {
+        self.nwin as usize * group.jacobian_bytes()
+    }
+
+    /// Σ_w 2^(c·w)·W_w from the downloaded G1 window sums.
+    pub fn finish_g1(c: u32, raw: &[u8]) -> G1Projective {
+        let mut acc = G1Projective::identity();
+        for w in raw.chunks_exact(layout::G1_JACOBIAN_BYTES).rev() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+            acc += layout::g1_from_jacobian(w);
+        }
+        acc
+    }
+
+    /// Σ_w 2^(c·w)·W_w from the downloaded G2 window sums.
+    pub fn finish_g2(c: u32, raw: &[u8]) -> G2Projective {
+        let mut acc = G2Projective::identity();
+        for w in raw.chunks_exact(layout::G2_JACOBIAN_BYTES).rev() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+            acc += layout::g2_from_jacobian(w);
+        }
+        acc
+    }
+
+    /// Downloads the window sums (waits for the compute stream).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn download(&self, dev: &Device, group: Group) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; self.bytes(group)];
+        dev.download(&mut b, &self.windows)?;
+        Ok(b)
+    }
+}
+
+/// `Σ scalars[i] · bases[idx(i)]` in G1 for i < n, with `idx(i) = base_idx[i]` when given,
+/// else i. Scalars are blst Montgomery Fr, bases blst affine points, both on the device.
+///
+/// # Errors
+/// [`GpuError::Input`] when a region is too small; arena or driver errors.
+pub fn msm_g1(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    bases: &DevRegion<'_>,
+    base_idx: Option<&DevRegion<'_>>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<G1Projective> {
+    if n == 0 {
+        return Ok(G1Projective::identity());
+    }
+    let out = msm_enqueue(dev, scratch, Group::G1, bases, base_idx, scalars, n)?;
+    Ok(MsmOut::finish_g1(out.c, &out.download(dev, Group::G1)?))
+}
+
+/// As [`msm_g1`] in G2.
+///
+/// # Errors
+/// As [`msm_g1`].
+pub fn msm_g2(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    bases: &DevRegion<'_>,
+    base_idx: Option<&DevRegion<'_>>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<G2Projective> {
+    if n == 0 {
+        return Ok(G2Projective::identity());
+    }
+    let out = msm_enqueue(dev, scratch, Group::G2, bases, base_idx, scalars, n)?;
+    Ok(MsmOut::finish_g2(out.c, &out.download(dev, Group::G2)?))
+}
+
+/// Enqueues an MSM on the compute stream; the Jacobian window sums land in the returned
+/// region (nothing waits). n must be at least 1.
+///
+/// # Errors
+/// As [`msm_g1`].
+pub fn msm_enqueue<'s>(
+    dev: &Device,
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    bases: &DevRegion<'_>,
+    base_idx: Option<&DevRegion<'_>>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<MsmOut<'s>> {
+    if n == 0 || n > (1usize << 31) - 1 {
+        return Err(GpuError::Input(format!("msm of {n} points")));
+    }
+    if scalars.bytes() < n * FR_BYTES {
+        return Err(GpuError::Input(format!(
+            "{n} scalars need {} bytes, region has {}",
+            n * FR_BYTES,
+            scalars.bytes()
+        )));
+    }
+    match base_idx {
+        Some(ix) if ix.bytes() < n * 4 => {
+            return Err(GpuError::Input(format!(
+                "{n} base indices need {} bytes, region has {}",
+                n * 4,
+                ix.bytes()
+            )));
+        }
+        None if bases.bytes() < n * group.affine_bytes() => {
+            return Err(GpuError::Input(format!(
+                "{n} bases need {} bytes, region has {}",
+                n * group.affine_bytes(),
+                bases.bytes()
+            )));
+        }
+        _ => {}
+    }
+    enqueue_shape(
+        dev,
+        scratch,
+        group,
+        &Shape::new(n),
+        bases,
+        base_idx,
+        scalars,
+        n,
+    )
+}
+
+/// [`msm_enqueue`] with a given shape (a plain one, or a window table's); arguments checked
+/// by the callers.
+#[allow(clippy::too_many_arguments)]
+fn enqueue_shape<'s>(
+    dev: &Device,
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    s: &Shape,
+    bases: &DevRegion<'_>,
+    base_idx: Option<&DevRegion<'_>>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+) -> Result<MsmOut<'s>> {
+    let m = s.buckets();
+    if (n as u64) * (s.nwin as u64) >= u32::MAX as u64 {
+        return Err(GpuError::Input(format!(
+            "msm of {n} points exceeds the 32-bit sort index"
+        )));
+    }
+    let n32 = n as u32;
+
+    let canon = scratch.alloc(n * FR_BYTES)?;
+    let counts = scratch.alloc(m * 4)?;
+    let starts = scratch.alloc((m + 1) * 4)?;
+    let cursor = scratch.alloc(m * 4)?;
+    let sorted = scratch.alloc(n * s.nwin as usize * 4)?;
+    let buckets = scratch.alloc(m * group.xyzz_bytes())?;
+    let nseg = s.nseg();
+    let part_len = s.sets as usize * nseg as usize * group.xyzz_bytes();
+    let part_a = scratch.alloc(part_len)?;
+    let part_b = scratch.alloc(part_len)?;
+    let out = scratch.alloc(s.sets as usize * group.jacobian_bytes())?;
+    let mut prof = PhaseTimer::start(dev, || {
+        format!("msm {group:?} n={n} c={} sets={}", s.c, s.sets)
+    })?;
+    let mut mark = |name: &'static str| -> Result<()> {
+        match prof.as_mut() {
+            Some(p) => p.mark(name),
+            None => Ok(()),
+        }
+    };
+    dev.memset_zero(&counts)?;
+
+    // Region sizes: canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
+    // n * nwin entries, buckets m points, part_a/part_b sets * nseg points. With a window
+    // table the bases hold rows * stride points, every sorted entry (row * stride + i)
+    // below that (table.rs).
+    launch::msm_scalars_canonical(dev, Device::grid(n as u64, 256), scalars, &canon, n32)?;
+    mark("canonical")?;
+    let (c, nwin, sets) = (s.c, s.nwin, s.sets);
+    let stride = s.stride as u32;
+    launch::msm_histogram(
+        dev,
+        Device::grid(n as u64, 256),
+        &canon,
+        n32,
+        c,
+        nwin,
+        sets,
+        &counts,
+    )?;
+    mark("histogram")?;
+    scan_exclusive(dev, scratch, &counts, &starts, Some(&cursor), m)?;
+    mark("scan")?;
+    launch::msm_scatter(
+        dev,
+        Device::grid(n as u64, 256),
+        &canon,
+        n32,
+        c,
+        nwin,
+        sets,
+        stride,
+        &cursor,
+        &sorted,
+    )?;
+    mark("scatter")?;
+    let (acc_k, acc_threads) = s.acc_split(n);
+    let first = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+    let last = scratch.alloc(acc_threads * group.xyzz_bytes())?;
+    let points = AccPoints {
+        bases,
+        base_idx,
+        sorted: Some(&sorted),
+    };
+    accumulate_buckets(
+        dev,
+        group,
+        &points,
+        &starts,
+        m,
+        (acc_k, acc_threads),
+        &buckets,
+        (&first, &last),
+        &mut mark,
+    )?;
+    let (nb, seg) = (s.nb, s.seg());
+    launch::msm_segments(
+        dev,
+        group,
+        Device::grid(sets as u64 * nseg as u64, group.block()),
+        &buckets,
+        nb,
+        sets,
+        seg,
+        &part_a,
+    )?;
+    mark("segments")?;
+    let (mut src, mut dst) = (&part_a, &part_b);
+    let mut len = nseg;
+    while len > 1 {
+        let k = REDUCE_K.min(len);
+        let out_len = len.div_ceil(k);
+        launch::sum_groups(
+            dev,
+            group,
+            Device::grid(sets as u64 * out_len as u64, group.block()),
+            src,
+            sets,
+            len,
+            k,
+            dst,
+        )?;
+        std::mem::swap(&mut src, &mut dst);
+        len = out_len;
+    }
+    mark("reduce")?;
+    launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, &out, sets)?;
+    mark("to_jacobian")?;
+    if let Some(p) = prof {
+        p.report()?;
+    }
+    Ok(MsmOut {
+        windows: out,
+        nwin: sets,
+        c,
+    })
+}
+
+/// The points a bucket accumulation reads: `bases[base_idx[j]]` (or `bases[j]`) for the
+/// sorted entries j (sign in bit 31), or without `sorted` the points at `bases` in order.
+struct AccPoints<'r> {
+    bases: &'r DevRegion<'r>,
+    base_idx: Option<&'r DevRegion<'r>>,
+    sorted: Option<&'r DevRegion<'r>>,
+}
+
+/// Enqueues the load-balanced accumulation of the m buckets whose m + 1 starts are at
+/// `starts` into `buckets`, `split` = (entries per thread, threads), and the fixup of the
+/// buckets that cross threads through the `partials` (first, last; `split.1` points each).
+#[allow(clippy::too_many_arguments)]
+fn accumulate_buckets(
+    dev: &Device,
+    group: Group,
+    points: &AccPoints<'_>,
+    starts: &DevRegion<'_>,
+    m: usize,
+    split: (u32, usize),
+    buckets: &DevRegion<'_>,
+    partials: (&DevRegion<'_>, &DevRegion<'_>),
+    mark: &mut dyn FnMut(&'static str) -> Result<()>,
+) -> Result<()> {
+    let (m32, (acc_k, acc_threads), (first, last)) = (m as u32, split, partials);
+    // acc_threads * K >= starts[m] entries; first/last hold acc_threads points each.
+    launch::msm_accumulate(
+        dev,
+        group,
+        Device::grid(acc_threads as u64, group.block()),
+        points.bases,
+        points.base_idx,
+        points.sorted,
+        starts,
+        m32,
+        acc_k,
+        buckets,
+        first,
+        last,
+    )?;
+    mark("accumulate")?;
+    launch::msm_fixup(
+        dev,
+        group,
+        Device::grid(m as u64, group.block()),
+        starts,
+        m32,
+        acc_k,
+        first,
+        last,
+        buckets,
+    )?;
+    mark("fixup")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_sizes_follow_the_cost_model() {
+        // Unless the tuning forces one (never set in tests).
+        if tuning().msm_window_bits.is_some() {
+            eprintln!("skipped: CUZK_GPU_MSM_C is set");
+            return;
+        }
+        assert_eq!(window_bits(1), 8);
+        assert_eq!(window_bits(1000), 8);
+        assert_eq!(window_bits(1 << 20), 16);
+        assert_eq!(window_bits(419_915), 16);
+        assert_eq!(window_bits(1 << 24), 20);
+        assert!((8..=20).contains(&window_bits(usize::MAX >> 8)));
+        // Never a width whose top window is a few bits (c = 17: one bit), at any size.
+        assert_eq!(top_window_bits(17), 1);
+        assert_eq!(top_window_bits(16), 16);
+        for lg in 0..40 {
+            for n in [1usize << lg, (1usize << lg) * 3 / 2] {
+                let c = window_bits(n);
+                assert!([8, 13, 16, 19, 20].contains(&c), "n={n}: c={c}");
+            }
+        }
+        // Where c = 18 used to win the model (~2^22.1 points): 16 now; 19 above ~2^22.3.
+        assert_eq!(window_bits(4_500_000), 16);
+        assert_eq!(window_bits(7_000_000), 19);
+    }
+
+    #[test]
+    fn shapes_cover_every_entry_and_bucket() {
+        for n in [
+            1usize,
+            3,
+            257,
+            4095,
+            100_003,
+            419_915,
+            1 << 22,
+            (1 << 24) + 5,
+            1 << 27,
+        ] {
+            let s = Shape::new(n);
+            assert!(s.nwin * s.c >= 256, "n={n}");
+            let seg = s.seg();
+            assert!(
+                seg.is_power_of_two() && seg <= s.nb && s.nseg() * seg == s.nb,
+                "n={n}"
+            );
+            let (k, threads) = s.acc_split(n);
+            assert!(k as usize * threads >= n * s.nwin as usize, "n={n}");
+            assert!(
+                k as usize >= ACC_MIN_K && threads <= ACC_THREADS + 1,
+                "n={n}"
+            );
+        }
+    }
+}

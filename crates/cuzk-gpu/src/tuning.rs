@@ -1,0 +1,115 @@
+//! [`GpuTuning`]: every tuning knob of the crate in one place. A process sets it once
+//! ([`GpuTuning::install`]) before its first device work, from its configuration; the
+//! `CUZK_GPU_*` / `CUZK_NVRTC_OPTS` environment variables override single knobs for
+//! benchmarking ([`GpuTuning::with_env`]). Nothing else in the crate reads the
+//! environment. The defaults are the measured best (docs/benchmarks.md).
+
+use std::sync::OnceLock;
+
+/// The tuning knobs. `None` means "the built-in choice".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GpuTuning {
+    /// One window width c (8..=20) for every MSM instead of the cost model's choice, and
+    /// no window tables (`CUZK_GPU_MSM_C`). For benchmarking window widths.
+    pub msm_window_bits: Option<u32>,
+    /// Device bytes the window table of a resident H query may take beyond the query;
+    /// `Some(0)`: no table (`CUZK_GPU_H_TABLE=0`). Default: half of the budget left once
+    /// the SRS is in. A backend's own `GpuBackendConfig::h_table_max_bytes` wins.
+    pub h_table_max_bytes: Option<u64>,
+    /// Whether resident proves run the four witness sums on a second stream beside the
+    /// quotient and the H sum (`CUZK_GPU_LANES=1`: `Some(false)`). Default: while the H
+    /// sum's own scratch is at most 1/32 of the device. A backend's own
+    /// `GpuBackendConfig::concurrent_sums` wins.
+    pub concurrent_sums: Option<bool>,
+    /// Per-phase device times of every MSM and split sum, one JSON line each on stderr
+    /// (`CUZK_GPU_PROFILE=1`). Synchronizes the stream after each: diagnosis only.
+    pub profile: bool,
+    /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
+    /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
+    pub nvrtc_options: Vec<String>,
+}
+
+static INSTALLED: OnceLock<GpuTuning> = OnceLock::new();
+
+impl GpuTuning {
+    /// `self` with the knobs the environment sets replaced: `CUZK_GPU_MSM_C=c`,
+    /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
+    /// `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
+    pub fn with_env(self) -> GpuTuning {
+        self.with_vars(|k| std::env::var(k).ok())
+    }
+
+    /// [`GpuTuning::with_env`] over any variable source.
+    fn with_vars(mut self, var: impl Fn(&str) -> Option<String>) -> GpuTuning {
+        if let Some(c) = var("CUZK_GPU_MSM_C")
+            .and_then(|v| v.parse().ok())
+            .filter(|c| (8..=20).contains(c))
+        {
+            self.msm_window_bits = Some(c);
+        }
+        if matches!(var("CUZK_GPU_H_TABLE").as_deref(), Some("0") | Some("off")) {
+            self.h_table_max_bytes = Some(0);
+        }
+        if var("CUZK_GPU_LANES").as_deref() == Some("1") {
+            self.concurrent_sums = Some(false);
+        }
+        if var("CUZK_GPU_PROFILE").as_deref() == Some("1") {
+            self.profile = true;
+        }
+        if let Some(opts) = var("CUZK_NVRTC_OPTS") {
+            self.nvrtc_options = opts.split_whitespace().map(str::to_string).collect();
+        }
+        self
+    }
+
+    /// Makes `self` the process's tuning. Only the first call counts, and only before
+    /// anything read the tuning (which then fixed the default with the environment's
+    /// overrides); returns whether it did.
+    pub fn install(self) -> bool {
+        INSTALLED.set(self).is_ok()
+    }
+}
+
+/// The process's tuning: the installed one, else the defaults with the environment's
+/// overrides.
+pub fn tuning() -> &'static GpuTuning {
+    INSTALLED.get_or_init(|| GpuTuning::default().with_env())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_override_single_knobs() {
+        let vars = |k: &str| match k {
+            "CUZK_GPU_MSM_C" => Some("16".to_string()),
+            "CUZK_GPU_LANES" => Some("1".to_string()),
+            "CUZK_NVRTC_OPTS" => Some(" -DA=1  -DB ".to_string()),
+            _ => None,
+        };
+        let base = GpuTuning {
+            h_table_max_bytes: Some(5),
+            ..GpuTuning::default()
+        };
+        let t = base.with_vars(vars);
+        assert_eq!(t.msm_window_bits, Some(16));
+        assert_eq!(t.concurrent_sums, Some(false));
+        assert_eq!(
+            t.h_table_max_bytes,
+            Some(5),
+            "unset variables keep the base"
+        );
+        assert!(!t.profile);
+        assert_eq!(t.nvrtc_options, ["-DA=1", "-DB"]);
+    }
+
+    #[test]
+    fn out_of_range_widths_are_ignored() {
+        for bad in ["7", "21", "x"] {
+            let t = GpuTuning::default()
+                .with_vars(|k| (k == "CUZK_GPU_MSM_C").then(|| bad.to_string()));
+            assert_eq!(t.msm_window_bits, None, "{bad}");
+        }
+    }
+}
