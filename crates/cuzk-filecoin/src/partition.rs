@@ -9,6 +9,7 @@
 
 use bellperson::groth16::{prepare_verifying_key, verify_proofs_batch};
 use bellperson::Circuit;
+use cuzk_groth16::sublayout::Parts;
 use cuzk_groth16::{Assignment, KindError, Proof, Scalar, VerifyingKey};
 
 /// Bytes of one compressed Groth16 proof (G1 48 ‖ G2 96 ‖ G1 48).
@@ -17,7 +18,8 @@ pub const PROOF_BYTES: usize = 192;
 /// Synthesizes `circuit` (partition `partition_idx` of a `circuit_id` proof) with cuzk's
 /// constraint system, through the recording of the circuit id's shape
 /// (`cuzk_groth16::recorded`): partitions after the first of a shape skip building the
-/// linear combinations.
+/// linear combinations. PoSt circuits come here too: their own sector-parallel synthesis
+/// runs into the extensible witness-only system.
 pub(crate) fn synthesize_circuit<C: Circuit<Scalar> + Clone>(
     circuit_id: &str,
     circuit: C,
@@ -31,17 +33,20 @@ pub(crate) fn synthesize_circuit<C: Circuit<Scalar> + Clone>(
     })
 }
 
-/// Synthesizes `circuit` (partition `partition_idx`) the plain way, without recording:
-/// for circuits whose own synthesis is parallel (the PoSt circuits synthesize their
-/// sectors in parallel into extensible constraint systems), where a witness-only run is
-/// sequential and the recording loses (`cuzk bench synth --kind window-post`: 0.8×).
-pub(crate) fn synthesize_plain<C: Circuit<Scalar>>(
+/// [`synthesize_circuit`] for a circuit also given as its parts (a shared prefix, then
+/// independent sub-circuits: PoRep's challenges): once the shape is recorded, the witness
+/// is computed part by part on the rayon pool (`cuzk_groth16::sublayout`).
+pub(crate) fn synthesize_parts<C: Circuit<Scalar> + Clone, P: Parts>(
+    circuit_id: &str,
     circuit: C,
+    parts: &P,
     partition_idx: usize,
 ) -> Result<Assignment, KindError> {
-    cuzk_groth16::synthesize(circuit).map_err(|e| KindError::Synthesis {
-        partition_idx,
-        reason: e.to_string(),
+    cuzk_groth16::recorded::synthesize_cached_parts(circuit_id, circuit, parts).map_err(|e| {
+        KindError::Synthesis {
+            partition_idx,
+            reason: e.to_string(),
+        }
     })
 }
 

@@ -14,8 +14,10 @@
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use cuzk_groth16::sublayout::Parts;
 use cuzk_groth16::{
-    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, VerifyingKey,
+    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, SynthesisError,
+    VerifyingKey,
 };
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig};
@@ -345,6 +347,62 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepC2<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait> PoRepC2<Tree> {
+    /// Partition `partition_idx`'s circuit over `vanilla`, its challenges' proofs (all of
+    /// them, or one for a [`ChallengeParts`] part).
+    fn circuit(
+        &self,
+        vanilla: &PartitionVanilla<Tree>,
+        partition_idx: usize,
+    ) -> Result<StackedCircuit<Tree, DefaultPieceHasher>, KindError> {
+        crate::guard("vanilla_proof.Phase1Out", || {
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                StackedDrg<'_, Tree, DefaultPieceHasher>,
+                _,
+            >>::circuit(
+                &self.pub_inputs,
+                (),
+                vanilla,
+                &self.vanilla_params,
+                Some(partition_idx),
+            )
+        })?
+        .map_err(|e| KindError::Other(format!("{e:#}")))
+    }
+}
+
+/// A PoRep partition as its challenges: part j is the one-challenge circuit of challenge
+/// j, which synthesizes the circuit's prefix (replica id and its bits, comm_d, comm_r,
+/// comm_r_last, comm_c and `comm_r = H(comm_c ‖ comm_r_last)`) and then that challenge, as
+/// `StackedCircuit::synthesize` does for all of them in a row: the challenges share only
+/// the prefix's values.
+struct ChallengeParts<'a, Tree: 'static + MerkleTreeTrait> {
+    proof: &'a PoRepC2<Tree>,
+    vanilla: &'a PartitionVanilla<Tree>,
+    partition_idx: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Parts for ChallengeParts<'_, Tree> {
+    type Part = StackedCircuit<Tree, DefaultPieceHasher>;
+
+    fn n_parts(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn part(&self, j: usize) -> Result<Self::Part, SynthesisError> {
+        let one = self.vanilla.get(j).ok_or_else(|| SynthesisError::Part {
+            part: j,
+            reason: format!("a partition of {} challenges", self.vanilla.len()),
+        })?;
+        self.proof
+            .circuit(&vec![one.clone()], self.partition_idx)
+            .map_err(|e| SynthesisError::Part {
+                part: j,
+                reason: e.to_string(),
+            })
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for PoRepC2<Tree> {
     fn circuit_id(&self) -> String {
         circuit_id(FilecoinKind::PoRep, self.size)
@@ -367,21 +425,15 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for PoRepC2<Tree> {
             .vanilla_proofs
             .get(partition_idx)
             .ok_or_else(|| partition::circuit_error(partition_idx, "no such partition"))?;
-        let circuit: StackedCircuit<Tree, DefaultPieceHasher> =
-            crate::guard("vanilla_proof.Phase1Out", || {
-                <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-                    StackedDrg<'_, Tree, DefaultPieceHasher>,
-                    _,
-                >>::circuit(
-                    &self.pub_inputs,
-                    (),
-                    vanilla,
-                    &self.vanilla_params,
-                    Some(partition_idx),
-                )
-            })?
+        let circuit = self
+            .circuit(vanilla, partition_idx)
             .map_err(|e| partition::circuit_error(partition_idx, e))?;
-        partition::synthesize_circuit(&self.circuit_id(), circuit, partition_idx)
+        let parts = ChallengeParts {
+            proof: self,
+            vanilla,
+            partition_idx,
+        };
+        partition::synthesize_parts(&self.circuit_id(), circuit, &parts, partition_idx)
     }
 
     fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {

@@ -365,7 +365,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
             )
         })?
         .map_err(|e| partition::circuit_error(partition_idx, e))?;
-        partition::synthesize_plain(circuit, partition_idx)
+        partition::synthesize_circuit(&self.circuit_id(), circuit, partition_idx)
     }
 
     fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {

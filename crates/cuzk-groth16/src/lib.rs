@@ -20,11 +20,14 @@ pub mod kind;
 pub mod paramgen;
 pub mod prover;
 pub mod recorded;
+mod shape_cache;
 pub mod srs;
 pub mod stats;
+pub mod sublayout;
 pub mod synthesis;
 pub mod synthetic;
 pub mod token;
+pub mod witness;
 
 pub use assignment::{Assignment, Density};
 pub use backend::{

@@ -7,18 +7,19 @@
 //!
 //! Only for fixed-structure circuits (Groth16 circuits are: the parameters fix the
 //! structure). [`R1cs::assign`] checks the counts it sees against the recording and
-//! refuses a witness of another shape.
+//! refuses a witness of another shape. A circuit that is a prefix plus independent
+//! sub-circuits ([`Parts`]) gets its witness part by part on many threads
+//! ([`R1cs::assign_parts`], `sublayout.rs`); the witness-only systems live in `witness.rs`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
-use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, Variable};
+use bellperson::{Circuit, ConstraintSystem, LinearCombination, Variable};
 use ff::Field;
-use parking_lot::Mutex;
 use rayon::prelude::*;
 
+use crate::sublayout::{witness_parts, Parts, SubLayout};
 use crate::synthesis::{SynthesisCs, SynthesisError};
+use crate::witness::{Counts, WitnessCs};
 use crate::{Assignment, Density, Scalar};
 
 /// One matrix in compressed-row form. A column is aux `k` as `k`, input `j` as
@@ -159,6 +160,15 @@ impl R1cs {
         csr(&self.a) + csr(&self.b) + csr(&self.c) + self.coeffs.len() * 32
     }
 
+    /// The recorded counts.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            inputs: self.n_inputs,
+            aux: self.n_aux,
+            constraints: self.n_constraints(),
+        }
+    }
+
     /// The assignment of `circuit`, an instance of the recorded shape: its witness from
     /// a run that skips every linear combination, then a, b, c by parallel sparse products.
     ///
@@ -166,40 +176,56 @@ impl R1cs {
     /// [`SynthesisError::Circuit`] when the circuit fails, [`SynthesisError::ShapeMismatch`]
     /// when it allocates another number of variables or constraints than the recording.
     pub fn assign<C: Circuit<Scalar>>(&self, circuit: C) -> Result<Assignment, SynthesisError> {
-        let mut w = WitnessCs {
-            inputs: Vec::with_capacity(self.n_inputs),
-            aux: Vec::with_capacity(self.n_aux),
-            constraints: 0,
-        };
-        w.inputs.push(Scalar::ONE);
+        let mut w = WitnessCs::with_capacity(self.counts());
         if let Err(source) = circuit.synthesize(&mut w) {
             return Err(SynthesisError::Circuit {
                 n_constraints: w.constraints,
                 source,
             });
         }
-        if (w.inputs.len(), w.aux.len(), w.constraints)
-            != (self.n_inputs, self.n_aux, self.n_constraints())
-        {
+        if w.counts() != self.counts() {
+            return Err(SynthesisError::ShapeMismatch {
+                what: format!("{} against {}", w.counts(), self.counts()),
+            });
+        }
+        Ok(self.products(w.inputs, w.aux))
+    }
+
+    /// [`Self::assign`] for a circuit given as its [`Parts`] laid out as `layout`: the
+    /// parts' witnesses are computed in parallel straight into their ranges, then a, b, c
+    /// as in [`Self::assign`]. Same result as assigning the whole circuit.
+    ///
+    /// # Errors
+    /// As [`Self::assign`], and [`SynthesisError::ShapeMismatch`] when `layout` does not
+    /// add up to the recording or a part does not match it.
+    pub fn assign_parts<P: Parts>(
+        &self,
+        layout: &SubLayout,
+        parts: &P,
+    ) -> Result<Assignment, SynthesisError> {
+        if layout.total() != self.counts() {
             return Err(SynthesisError::ShapeMismatch {
                 what: format!(
-                    "{} inputs, {} aux, {} constraints against {}, {}, {}",
-                    w.inputs.len(),
-                    w.aux.len(),
-                    w.constraints,
-                    self.n_inputs,
-                    self.n_aux,
-                    self.n_constraints()
+                    "parts laid out as {} against {}",
+                    layout.total(),
+                    self.counts()
                 ),
             });
         }
+        let (inputs, aux) = witness_parts(layout, parts)?;
+        Ok(self.products(inputs, aux))
+    }
+
+    /// The assignment of a witness of the recorded counts: a = A·z, b = B·z, c = C·z
+    /// (rows in parallel) plus the `input_i · 0 = 0` rows, and the recorded densities.
+    fn products(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> Assignment {
         let rows = self.n_constraints();
         let n_in = self.n_inputs;
         let eval = |m: &Csr| -> Vec<Scalar> {
             let mut v = Vec::with_capacity(rows + n_in);
             (0..rows)
                 .into_par_iter()
-                .map(|i| m.eval_row(i, &self.coeffs, &w.inputs, &w.aux))
+                .map(|i| m.eval_row(i, &self.coeffs, &inputs, &aux))
                 .collect_into_vec(&mut v);
             v
         };
@@ -208,129 +234,26 @@ impl R1cs {
             || rayon::join(|| eval(&self.b), || eval(&self.c)),
         );
         // The `input_i · 0 = 0` rows, as `SynthesisCs::finish` appends them.
-        a.extend_from_slice(&w.inputs);
+        a.extend_from_slice(&inputs);
         b.resize(rows + n_in, Scalar::ZERO);
         c.resize(rows + n_in, Scalar::ZERO);
-        Ok(Assignment {
+        Assignment {
             a,
             b,
             c,
-            input_assignment: w.inputs,
-            aux_assignment: w.aux,
+            input_assignment: inputs,
+            aux_assignment: aux,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-        })
-    }
-}
-
-/// One circuit id's recording, made once: `None` when it failed or did not fit.
-type Slot = Arc<OnceLock<Option<Arc<R1cs>>>>;
-
-/// Recordings kept by circuit id for [`synthesize_cached`], within a byte budget.
-struct ShapeCache {
-    entries: Mutex<HashMap<String, Slot>>,
-    bytes: AtomicU64,
-}
-
-fn cache() -> &'static ShapeCache {
-    static CACHE: OnceLock<ShapeCache> = OnceLock::new();
-    CACHE.get_or_init(|| ShapeCache {
-        entries: Mutex::new(HashMap::new()),
-        bytes: AtomicU64::new(0),
-    })
-}
-
-/// Host bytes recordings may take in this process (0: never record).
-static BUDGET: AtomicU64 = AtomicU64::new(DEFAULT_BUDGET);
-
-/// The default recording budget: 16 GiB, enough for the largest Filecoin partition
-/// (~130M constraints, ~10 GB recorded).
-pub const DEFAULT_BUDGET: u64 = 16 << 30;
-
-/// Sets the bytes recordings may take from now on (0 turns recording off; recordings
-/// already made stay).
-pub fn set_budget(bytes: u64) {
-    BUDGET.store(bytes, Ordering::Relaxed);
-}
-
-/// Host bytes held by recordings.
-pub fn recorded_bytes() -> u64 {
-    cache().bytes.load(Ordering::Relaxed)
-}
-
-/// [`crate::synthesize`] through the recording of `circuit_id`'s shape: the first call
-/// for an id records it (when the budget allows), later calls only run the witness and the
-/// parallel products. An instance that does not match its id's recording, or an id whose
-/// recording failed or did not fit, is synthesized the plain way. Same result either way.
-///
-/// # Errors
-/// As [`crate::synthesize`].
-pub fn synthesize_cached<C: Circuit<Scalar> + Clone>(
-    circuit_id: &str,
-    circuit: C,
-) -> Result<Assignment, SynthesisError> {
-    if BUDGET.load(Ordering::Relaxed) == 0 {
-        return crate::synthesize(circuit);
-    }
-    let cell = cache()
-        .entries
-        .lock()
-        .entry(circuit_id.to_string())
-        .or_default()
-        .clone();
-    // The first call of an id records the shape and keeps the assignment of that same
-    // run; every other call finds the recording (or `None`) and runs once more below.
-    let mut first: Option<Result<Assignment, SynthesisError>> = None;
-    let recorded = cell.get_or_init(|| {
-        let t = std::time::Instant::now();
-        let (r, asg) = match R1cs::record_with_assignment(circuit.clone()) {
-            Ok(done) => done,
-            Err(e) => {
-                tracing::warn!(circuit_id, "not recorded, synthesizing each time: {e}");
-                first = Some(Err(e));
-                return None;
-            }
-        };
-        first = Some(Ok(asg));
-        let bytes = r.host_bytes() as u64;
-        let used = cache().bytes.load(Ordering::Relaxed);
-        if used + bytes > BUDGET.load(Ordering::Relaxed) {
-            tracing::info!(
-                circuit_id,
-                bytes,
-                used,
-                "recording over budget, synthesizing each time"
-            );
-            return None;
         }
-        cache().bytes.fetch_add(bytes, Ordering::Relaxed);
-        tracing::info!(
-            circuit_id,
-            bytes,
-            constraints = r.n_constraints(),
-            ms = t.elapsed().as_millis() as u64,
-            "constraint system recorded"
-        );
-        Some(Arc::new(r))
-    });
-    if let Some(done) = first {
-        return done;
-    }
-    match recorded {
-        Some(r) => match r.assign(circuit.clone()) {
-            Err(SynthesisError::ShapeMismatch { what }) => {
-                tracing::warn!(
-                    circuit_id,
-                    "instance of another shape ({what}), synthesizing"
-                );
-                crate::synthesize(circuit)
-            }
-            other => other,
-        },
-        None => crate::synthesize(circuit),
     }
 }
+
+pub use crate::shape_cache::{
+    layout, recorded_bytes, set_budget, synthesize_cached, synthesize_cached_parts, with_path,
+    CachedPath, DEFAULT_BUDGET,
+};
 
 /// cuzk's [`SynthesisCs`] (witness, a/b/c values, densities, unknown-variable errors)
 /// plus the A, B, C matrices captured as each constraint is enforced.
@@ -440,61 +363,6 @@ impl ConstraintSystem<Scalar> for RecordingCs {
     }
 }
 
-/// Collects the witness only; constraints are counted, their closures never called.
-struct WitnessCs {
-    inputs: Vec<Scalar>,
-    aux: Vec<Scalar>,
-    constraints: usize,
-}
-
-impl ConstraintSystem<Scalar> for WitnessCs {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, bellperson::SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, bellperson::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux.push(f()?);
-        Ok(Variable(Index::Aux(self.aux.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, bellperson::SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, bellperson::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs.push(f()?);
-        Ok(Variable(Index::Input(self.inputs.len() - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        self.constraints += 1;
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,5 +432,49 @@ mod tests {
         let r = R1cs::record(small).expect("records");
         let err = r.assign(big).expect_err("another shape");
         assert!(err.to_string().contains("not the recorded shape"), "{err}");
+    }
+
+    /// Sums `x_j · x_j` for sectors `j`, each in a `CS::new()` child when the system is
+    /// extensible (as storage-proofs' PoSt does), else in line.
+    struct Extending(Vec<u64>);
+
+    impl Circuit<Scalar> for Extending {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), bellperson::SynthesisError> {
+            use bellperson::gadgets::num::AllocatedNum;
+            fn sector<CS: ConstraintSystem<Scalar>>(
+                cs: &mut CS,
+                x: u64,
+            ) -> Result<(), bellperson::SynthesisError> {
+                let n = AllocatedNum::alloc(cs.namespace(|| "x"), || Ok(Scalar::from(x)))?;
+                n.inputize(cs.namespace(|| "x input"))?;
+                n.square(cs.namespace(|| "x²"))?;
+                Ok(())
+            }
+            if !CS::is_extensible() {
+                return self.0.iter().try_for_each(|&x| sector(cs, x));
+            }
+            for chunk in self.0.chunks(2) {
+                let mut child = CS::new();
+                child.alloc_input(|| "temp ONE", || Ok(Scalar::ONE))?;
+                for &x in chunk {
+                    sector(&mut child, x)?;
+                }
+                cs.extend(&child);
+            }
+            Ok(())
+        }
+    }
+
+    /// The witness-only system is extensible, and extending gives the sequential layout.
+    #[test]
+    fn extending_circuits_assign_as_synthesized() {
+        assert!(<WitnessCs as ConstraintSystem<Scalar>>::is_extensible());
+        let r = R1cs::record(Extending(vec![1, 2, 3, 4, 5])).expect("records");
+        let xs = vec![9, 8, 7, 6, 5];
+        let want = crate::synthesize(Extending(xs.clone())).expect("plain");
+        assert_eq!(r.assign(Extending(xs)).expect("assigns"), want);
     }
 }

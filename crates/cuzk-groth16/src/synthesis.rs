@@ -37,6 +37,14 @@ pub enum SynthesisError {
         /// How many variables of that kind existed when the constraint was enforced.
         allocated: usize,
     },
+    /// Part `part` of a split circuit (`crate::sublayout::Parts`) could not be built.
+    #[error("part {part}: {reason}")]
+    Part {
+        /// The part's index.
+        part: usize,
+        /// Why.
+        reason: String,
+    },
     /// A pre-recorded constraint system ([`crate::recorded::R1cs`]) was given an instance
     /// of another shape.
     #[error("not the recorded shape: {what}")]

@@ -5,5 +5,6 @@ mod aggregate;
 mod common;
 mod fake;
 mod parse;
+mod parts;
 mod prove_2k;
 mod vk_beside;

@@ -117,7 +117,7 @@ fn run_filecoin(
     fake: bool,
     reps: usize,
 ) -> anyhow::Result<()> {
-    use cuzk_groth16::recorded::{set_budget, DEFAULT_BUDGET};
+    use cuzk_groth16::recorded::{set_budget, with_path, CachedPath, DEFAULT_BUDGET};
     let opts = cuzk_filecoin::ParseOptions { fake_ok: fake };
     let proof =
         cuzk_filecoin::parse_with(kind, request, &cuzk_filecoin::default_param_dir(), opts)?;
@@ -133,12 +133,20 @@ fn run_filecoin(
     if first != plain_asg {
         bail!("{kind}: the recorded assignment differs from synthesize's");
     }
-    let mut recorded = Vec::new();
+    let (mut recorded, mut whole) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         set_budget(DEFAULT_BUDGET);
         let t = Instant::now();
         let r = proof.synthesize(0)?;
         recorded.push(ms(t));
+        // The recording with the whole circuit's witness on this thread (the default path
+        // computes it part by part in parallel where the kind gives parts).
+        let t = Instant::now();
+        let w = with_path(CachedPath::Whole, || proof.synthesize(0))?;
+        whole.push(ms(t));
+        if w != r {
+            bail!("{kind}: the whole-circuit witness differs from the parts'");
+        }
         set_budget(0);
         let t = Instant::now();
         let p = proof.synthesize(0)?;
@@ -160,10 +168,12 @@ fn run_filecoin(
             "recorded_bytes": cuzk_groth16::recorded::recorded_bytes(),
             "synthesize_ms_median": round1(p),
             "recorded_ms_median": round1(q),
+            "recorded_whole_ms_median": round1(median(&whole)),
             "speedup": ratio(p, q),
             "equal": true,
             "reps": reps,
             "threads": threads(),
+            "peak_rss_bytes": super::bench_batch::peak_rss_bytes(),
         })
     );
     Ok(())

@@ -24,9 +24,10 @@ use cuzk_filecoin::ParseOptions;
 use cuzk_server::{pb, Client, DaemonConfig, ListenAddr};
 
 mod report;
+pub(crate) use report::peak_rss_bytes;
 mod workload;
 
-use report::{peak_rss_bytes, report, Run};
+use report::{report, Run};
 use workload::Workload;
 
 /// Flags of this subcommand.

@@ -20,7 +20,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Peak resident memory of this process (VmHWM in /proc/self/status), bytes.
-pub(super) fn peak_rss_bytes() -> Option<u64> {
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -1,0 +1,59 @@
+//! The witness-only paths on real 2 KiB requests: a partition synthesized the plain way,
+//! through the recording with the whole circuit's witness, and through the recording with
+//! the witness part by part in parallel (PoRep's challenges; PoSt's sectors through the
+//! extensible witness system) gives one and the same assignment, for every partition of
+//! every kind. The proofs themselves are checked end to end in `prove_2k.rs`. See: #17.
+
+use cuzk_filecoin::{parse, FilecoinKind};
+use cuzk_groth16::recorded::{layout, with_path, CachedPath};
+use cuzk_groth16::witness::Counts;
+
+/// Every partition of `kind`'s 2 KiB request, on every path, against plain synthesis.
+fn paths_agree(kind: FilecoinKind) {
+    let sector = crate::common::sector_2k();
+    let proof = parse(kind, &sector.request(kind).expect("request")).expect("parse");
+    for k in 0..proof.num_partitions() {
+        let plain = with_path(CachedPath::Plain, || proof.synthesize(k)).expect("plain");
+        // The first call of the circuit id in this process records it; later ones assign.
+        for round in 0..2 {
+            let parts = proof.synthesize(k).expect("parts");
+            assert!(parts == plain, "{kind} partition {k} round {round}: parts");
+            let whole = with_path(CachedPath::Whole, || proof.synthesize(k)).expect("whole");
+            assert!(whole == plain, "{kind} partition {k} round {round}: whole");
+        }
+    }
+}
+
+#[test]
+fn porep_challenges_in_parallel_give_the_plain_assignment() {
+    paths_agree(FilecoinKind::PoRep);
+    let sector = crate::common::sector_2k();
+    let proof = parse(
+        FilecoinKind::PoRep,
+        &sector.request(FilecoinKind::PoRep).expect("request"),
+    )
+    .expect("parse");
+    let l = layout(&proof.circuit_id()).expect("PoRep partitions split into challenges");
+    // The prefix: replica_id, its 255 bits, comm_d, comm_r, comm_r_last, comm_c and the
+    // Poseidon check comm_r = H(comm_c ‖ comm_r_last); inputs ONE, replica_id, comm_d, comm_r.
+    assert_eq!(
+        l.prefix,
+        Counts {
+            inputs: 4,
+            aux: 571,
+            constraints: 571
+        }
+    );
+    assert!(l.n_parts >= 2, "{l:?}");
+}
+
+#[test]
+fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
+    paths_agree(FilecoinKind::WindowPoSt);
+    paths_agree(FilecoinKind::WinningPoSt);
+}
+
+#[test]
+fn snap_deals_witness_gives_the_plain_assignment() {
+    paths_agree(FilecoinKind::SnapDeals);
+}

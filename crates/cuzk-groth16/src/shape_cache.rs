@@ -1,0 +1,364 @@
+//! The process-wide cache of recorded circuit shapes behind [`synthesize_cached`] and
+//! [`synthesize_cached_parts`]: one [`R1cs`] per circuit id, made by the first call of the
+//! id (that call's assignment is the recording run's own), kept within a byte budget, and,
+//! for circuits given as [`Parts`], the [`SubLayout`] found by the same first call. The
+//! recording itself and the witness-only paths live in `recorded.rs` and `sublayout.rs`.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use bellperson::Circuit;
+use parking_lot::Mutex;
+
+use crate::recorded::R1cs;
+use crate::sublayout::{witness_of_part, Parts, SubLayout};
+use crate::synthesis::SynthesisError;
+use crate::witness::Counts;
+use crate::{Assignment, Scalar};
+
+/// A recorded shape and, when its circuit came as parts that split cleanly, their layout.
+#[derive(Debug)]
+struct Shape {
+    r1cs: R1cs,
+    layout: Option<SubLayout>,
+}
+
+/// One circuit id's recording, made once (`None` when it failed or did not fit), and
+/// whether a call is making it.
+#[derive(Default)]
+struct SlotState {
+    shape: OnceLock<Option<Arc<Shape>>>,
+    recording: AtomicBool,
+}
+
+type Slot = Arc<SlotState>;
+
+/// Recordings kept by circuit id, within a byte budget.
+struct ShapeCache {
+    entries: Mutex<HashMap<String, Slot>>,
+    bytes: AtomicU64,
+}
+
+fn cache() -> &'static ShapeCache {
+    static CACHE: OnceLock<ShapeCache> = OnceLock::new();
+    CACHE.get_or_init(|| ShapeCache {
+        entries: Mutex::new(HashMap::new()),
+        bytes: AtomicU64::new(0),
+    })
+}
+
+/// Host bytes recordings may take in this process (0: never record).
+static BUDGET: AtomicU64 = AtomicU64::new(DEFAULT_BUDGET);
+
+/// The default recording budget: 16 GiB, enough for the largest Filecoin partition
+/// (~130M constraints, ~10 GB recorded).
+pub const DEFAULT_BUDGET: u64 = 16 << 30;
+
+/// Sets the bytes recordings may take from now on (0 turns recording off; recordings
+/// already made stay).
+pub fn set_budget(bytes: u64) {
+    BUDGET.store(bytes, Ordering::Relaxed);
+}
+
+/// Host bytes held by recordings.
+pub fn recorded_bytes() -> u64 {
+    cache().bytes.load(Ordering::Relaxed)
+}
+
+/// The parts layout found for `circuit_id`, if its shape is recorded and came as parts.
+pub fn layout(circuit_id: &str) -> Option<SubLayout> {
+    let slot = cache().entries.lock().get(circuit_id).cloned()?;
+    slot.shape.get()?.as_ref()?.layout
+}
+
+/// Which way the cached entry points synthesize on a thread (see [`with_path`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CachedPath {
+    /// Plain synthesis, the cache untouched.
+    Plain,
+    /// The recording, the witness of the whole circuit on the calling thread.
+    Whole,
+    /// The recording, the witness part by part in parallel when the circuit came as parts
+    /// (else as `Whole`).
+    #[default]
+    Parts,
+}
+
+thread_local! {
+    static PATH: Cell<CachedPath> = const { Cell::new(CachedPath::Parts) };
+}
+
+/// Runs `f` with the cached entry points taking `path` on this thread (benchmarks and
+/// tests compare the paths on the same request), then restores the previous one.
+pub fn with_path<R>(path: CachedPath, f: impl FnOnce() -> R) -> R {
+    let before = PATH.with(|p| p.replace(path));
+    let out = f();
+    PATH.with(|p| p.set(before));
+    out
+}
+
+/// [`crate::synthesize`] through the recording of `circuit_id`'s shape: the first call
+/// for an id records it (when the budget allows), later calls only run the witness and the
+/// parallel products. An instance that does not match its id's recording, or an id whose
+/// recording failed or did not fit, is synthesized the plain way. Same result either way.
+///
+/// # Errors
+/// As [`crate::synthesize`].
+pub fn synthesize_cached<C: Circuit<Scalar> + Clone>(
+    circuit_id: &str,
+    circuit: C,
+) -> Result<Assignment, SynthesisError> {
+    cached(circuit_id, circuit, None::<&NoParts>)
+}
+
+/// [`synthesize_cached`] for a circuit that is also given as its [`Parts`]: once the shape
+/// is recorded, later calls compute the witness part by part on the current rayon pool.
+/// The first call finds the layout from two parts (the first and the last) and checks
+/// their values against the recording run's witness; a circuit whose parts do not split
+/// that way keeps the whole-circuit witness. Same result either way.
+///
+/// # Errors
+/// As [`crate::synthesize`].
+pub fn synthesize_cached_parts<C: Circuit<Scalar> + Clone, P: Parts>(
+    circuit_id: &str,
+    circuit: C,
+    parts: &P,
+) -> Result<Assignment, SynthesisError> {
+    cached(circuit_id, circuit, Some(parts))
+}
+
+fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
+    circuit_id: &str,
+    circuit: C,
+    parts: Option<&P>,
+) -> Result<Assignment, SynthesisError> {
+    let path = PATH.with(Cell::get);
+    if BUDGET.load(Ordering::Relaxed) == 0 || path == CachedPath::Plain {
+        return crate::synthesize(circuit);
+    }
+    let cell = cache()
+        .entries
+        .lock()
+        .entry(circuit_id.to_string())
+        .or_default()
+        .clone();
+    // The first call of an id records the shape and keeps the assignment of that same
+    // run; calls meanwhile do not wait for it (a recording takes ~1.75× a plain run) but
+    // synthesize the plain way; later calls find the recording (or `None`).
+    if cell.shape.get().is_none() && cell.recording.swap(true, Ordering::AcqRel) {
+        return crate::synthesize(circuit);
+    }
+    let mut first: Option<Result<Assignment, SynthesisError>> = None;
+    let recorded = cell.shape.get_or_init(|| {
+        let t = std::time::Instant::now();
+        let (r1cs, asg) = match R1cs::record_with_assignment(circuit.clone()) {
+            Ok(done) => done,
+            Err(e) => {
+                tracing::warn!(circuit_id, "not recorded, synthesizing each time: {e}");
+                first = Some(Err(e));
+                return None;
+            }
+        };
+        let layout = parts.and_then(|p| match find_layout(&asg, r1cs.counts(), p) {
+            Ok(layout) => Some(layout),
+            Err(why) => {
+                tracing::warn!(circuit_id, "witness of the whole circuit: {why}");
+                None
+            }
+        });
+        first = Some(Ok(asg));
+        let bytes = r1cs.host_bytes() as u64;
+        let used = cache().bytes.load(Ordering::Relaxed);
+        if used + bytes > BUDGET.load(Ordering::Relaxed) {
+            tracing::info!(
+                circuit_id,
+                bytes,
+                used,
+                "recording over budget, synthesizing each time"
+            );
+            return None;
+        }
+        cache().bytes.fetch_add(bytes, Ordering::Relaxed);
+        tracing::info!(
+            circuit_id,
+            bytes,
+            constraints = r1cs.n_constraints(),
+            parts = layout.map_or(1, |l| l.n_parts),
+            ms = t.elapsed().as_millis() as u64,
+            "constraint system recorded"
+        );
+        Some(Arc::new(Shape { r1cs, layout }))
+    });
+    if let Some(done) = first {
+        return done;
+    }
+    let Some(shape) = recorded else {
+        return crate::synthesize(circuit);
+    };
+    let assigned = match (shape.layout, parts, path) {
+        (Some(layout), Some(parts), CachedPath::Parts) => shape.r1cs.assign_parts(&layout, parts),
+        _ => shape.r1cs.assign(circuit.clone()),
+    };
+    match assigned {
+        Err(SynthesisError::ShapeMismatch { what }) => {
+            tracing::warn!(
+                circuit_id,
+                "instance of another shape ({what}), synthesizing"
+            );
+            crate::synthesize(circuit)
+        }
+        other => other,
+    }
+}
+
+/// The layout of `parts` in a circuit of `total` counts whose witness is `asg`: derived
+/// from the first part's counts, then checked on values, the first part against the start
+/// of `asg` and the last part against the prefix and the end.
+fn find_layout<P: Parts>(asg: &Assignment, total: Counts, parts: &P) -> Result<SubLayout, String> {
+    let n = parts.n_parts();
+    if n < 2 {
+        return Err(format!("{n} part(s), nothing to split"));
+    }
+    let (first, last) = rayon::join(
+        || witness_of_part(parts, 0),
+        || witness_of_part(parts, n - 1),
+    );
+    let (first, last) = (
+        first.map_err(|e| e.to_string())?,
+        last.map_err(|e| e.to_string())?,
+    );
+    let layout = SubLayout::derive(total, first.counts(), n).ok_or_else(|| {
+        format!(
+            "{n} parts of {} do not split a circuit of {total}",
+            first.counts()
+        )
+    })?;
+    if last.counts() != layout.one_part() {
+        return Err(format!(
+            "the last part has {} but the first {}",
+            last.counts(),
+            first.counts()
+        ));
+    }
+    let (p, s) = (layout.prefix, layout.stride);
+    let (ins, aux) = (&asg.input_assignment, &asg.aux_assignment);
+    let (last_in, last_aux) = (p.inputs + (n - 1) * s.inputs, p.aux + (n - 1) * s.aux);
+    let same = first.inputs[..] == ins[..p.inputs + s.inputs]
+        && first.aux[..] == aux[..p.aux + s.aux]
+        && last.inputs[..p.inputs] == ins[..p.inputs]
+        && last.aux[..p.aux] == aux[..p.aux]
+        && last.inputs[p.inputs..] == ins[last_in..]
+        && last.aux[p.aux..] == aux[last_aux..];
+    if !same {
+        return Err(format!(
+            "parts laid out as {layout:?} do not give the recording run's witness"
+        ));
+    }
+    Ok(layout)
+}
+
+/// The `parts` of a circuit given whole.
+struct NoParts;
+
+impl Parts for NoParts {
+    type Part = Never;
+
+    fn n_parts(&self) -> usize {
+        0
+    }
+
+    fn part(&self, j: usize) -> Result<Never, SynthesisError> {
+        Err(SynthesisError::Part {
+            part: j,
+            reason: "a circuit given whole has no parts".into(),
+        })
+    }
+}
+
+/// The circuit type of [`NoParts`]: never built.
+enum Never {}
+
+impl Circuit<Scalar> for Never {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+        self,
+        _: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        match self {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{SyntheticCircuit, SyntheticShape};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A synthetic circuit that, when `gate` is set, waits for it before synthesizing.
+    #[derive(Clone)]
+    struct Gated {
+        circuit: SyntheticCircuit,
+        gate: Option<Arc<Mutex<mpsc::Receiver<()>>>>,
+    }
+
+    impl Circuit<Scalar> for Gated {
+        fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), bellperson::SynthesisError> {
+            if let Some(gate) = &self.gate {
+                let _ = gate.lock().recv_timeout(Duration::from_secs(60));
+            }
+            self.circuit.synthesize(cs)
+        }
+    }
+
+    /// While the first call of an id records, another call of the same id does not wait
+    /// for it: it returns the plain assignment. See: #17.
+    #[test]
+    fn calls_during_a_recording_do_not_wait_for_it() {
+        let c = SyntheticCircuit::with_log_n(8, 3, SyntheticShape::default()).expect("valid");
+        let id = "test-shape-cache-gated-8";
+        let (open, gate) = mpsc::channel();
+        let gated = Gated {
+            circuit: c,
+            gate: Some(Arc::new(Mutex::new(gate))),
+        };
+        let recorder = std::thread::spawn(move || synthesize_cached(id, gated));
+        // Wait until the recorder holds the id.
+        let slot = loop {
+            if let Some(slot) = cache().entries.lock().get(id).cloned() {
+                if slot.recording.load(Ordering::Acquire) {
+                    break slot;
+                }
+            }
+            std::thread::yield_now();
+        };
+        let other = c.with_witness_seed(9);
+        let (done, finished) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(synthesize_cached(
+                id,
+                Gated {
+                    circuit: other,
+                    gate: None,
+                },
+            ));
+        });
+        let got = finished
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the second call returned while the first was still recording")
+            .expect("synthesizes");
+        assert!(
+            slot.shape.get().is_none(),
+            "the recording is still under way"
+        );
+        assert_eq!(got, crate::synthesize(other).expect("plain"));
+        open.send(()).expect("release the recorder");
+        let first = recorder.join().expect("recorder").expect("records");
+        assert_eq!(first, crate::synthesize(c).expect("plain"));
+        assert!(layout(id).is_none() && slot.shape.get().is_some_and(|s| s.is_some()));
+    }
+}
