@@ -126,24 +126,34 @@ fn run_filecoin(
     let t = Instant::now();
     let plain_asg = proof.synthesize(0)?;
     let mut plain = vec![ms(t)];
+    eprintln!("{kind} partition 0: plain synthesis {:.1} ms", plain[0]);
     set_budget(DEFAULT_BUDGET);
     let t = Instant::now();
     let first = proof.synthesize(0)?;
     let first_ms = ms(t);
+    eprintln!("{kind} partition 0: first recorded call (records the shape) {first_ms:.1} ms");
     if first != plain_asg {
         bail!("{kind}: the recorded assignment differs from synthesize's");
     }
+    let rows = plain_asg.n_rows();
+    // At 32 GiB each assignment is ~17 GB: hold no more of them than the next step needs.
+    drop((first, plain_asg));
     let (mut recorded, mut whole) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         set_budget(DEFAULT_BUDGET);
         let t = Instant::now();
         let r = proof.synthesize(0)?;
         recorded.push(ms(t));
+        eprintln!("{kind} partition 0: recorded call {:.1} ms", ms(t));
         // The recording with the whole circuit's witness on this thread (the default path
         // computes it part by part in parallel where the kind gives parts).
         let t = Instant::now();
         let w = with_path(CachedPath::Whole, || proof.synthesize(0))?;
         whole.push(ms(t));
+        eprintln!(
+            "{kind} partition 0: recorded, whole-circuit witness {:.1} ms",
+            ms(t)
+        );
         if w != r {
             bail!("{kind}: the whole-circuit witness differs from the parts'");
         }
@@ -163,7 +173,7 @@ fn run_filecoin(
             "kind": kind.to_string(),
             "circuit_id": proof.circuit_id(),
             "fake": fake,
-            "rows": plain_asg.n_rows(),
+            "rows": rows,
             "first_recorded_ms": round1(first_ms),
             "recorded_bytes": cuzk_groth16::recorded::recorded_bytes(),
             "synthesize_ms_median": round1(p),
