@@ -130,7 +130,8 @@ part_h2h() {
 part_filecoin() {
   local bin=$NEW/cuzk pd=/tmp/cuzk-fil-params
   mkdir -p "$pd"
-  export FIL_PROOFS_PARAMETER_CACHE=$pd FIL_PROOFS_PARENT_CACHE=/tmp/cuzk-parents
+  # Not FIL_PROOFS_PARAMETER_CACHE: gen params refuses to write test files there.
+  export FIL_PROOFS_PARENT_CACHE=/tmp/cuzk-parents
   for k in porep window-post winning-post snap; do
     t "gen params $k 2KiB"
     timeout 240 "$bin" gen params --kind $k --sector-size 2KiB --dir "$pd" 2>&1 | tail -2
