@@ -10,10 +10,9 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_engine::synthetic::SyntheticSpec;
 use cuzk_engine::{
     AwaitOutcome, DeviceSpec, DeviceStatus, Engine, EngineConfig, JobOutcome, JobSpec, JobState,
-    KindRegistry, ProofKindId, ProofRequest, Stage,
+    KindRegistry, ProofKindId, Stage,
 };
 use cuzk_groth16::{
     Assignment, Backend, BackendError, CpuBackend, MsmOutputs, ProveReport, ProveStage, Srs,
@@ -101,20 +100,7 @@ fn engine(cfg: EngineConfig, device: DeviceSpec) -> Engine {
 }
 
 fn spec(log_n: u32, n_partitions: u32, seed: u64) -> JobSpec {
-    JobSpec {
-        request_id: String::new(),
-        kind: ProofKindId::Synthetic,
-        priority: None,
-        request: ProofRequest {
-            vanilla_proof: SyntheticSpec {
-                log_n,
-                n_partitions,
-                seed,
-            }
-            .encode(),
-            ..ProofRequest::default()
-        },
-    }
+    crate::support::spec_of(ProofKindId::Synthetic, "", log_n, n_partitions, seed)
 }
 
 fn finish(engine: &Engine, job_id: &str) -> Arc<JobOutcome> {

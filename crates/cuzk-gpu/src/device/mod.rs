@@ -90,6 +90,16 @@ pub fn device_count() -> Result<usize> {
 }
 
 impl Device {
+    /// Binds this device's context to the calling thread: every driver call below names
+    /// its device this way, never through a thread's "current" context.
+    fn bind(&self) -> Result<()> {
+        drv(
+            self.ordinal,
+            || "bind context".into(),
+            self.ctx.bind_to_thread(),
+        )
+    }
+
     /// Opens device `ordinal`: creates its context and two streams.
     ///
     /// # Errors
@@ -342,11 +352,7 @@ impl Device {
         which: &str,
     ) -> Result<()> {
         check_fits(dst, src.len())?;
-        drv(
-            self.ordinal,
-            || "bind context".into(),
-            self.ctx.bind_to_thread(),
-        )?;
+        self.bind()?;
         // SAFETY: dst.ptr() is a live device allocation of at least src.len() bytes (the
         // region borrows its arena); src's lifetime is the caller's contract above.
         let r = unsafe {
@@ -400,11 +406,7 @@ impl Device {
     /// # Errors
     /// Driver errors.
     pub fn mem_info(&self) -> Result<(u64, u64)> {
-        drv(
-            self.ordinal,
-            || "bind context".into(),
-            self.ctx.bind_to_thread(),
-        )?;
+        self.bind()?;
         let (free, total) = drv(
             self.ordinal,
             || "memory info".into(),
@@ -448,11 +450,7 @@ impl Device {
                 src.bytes()
             )));
         }
-        drv(
-            self.ordinal,
-            || "bind context".into(),
-            self.ctx.bind_to_thread(),
-        )?;
+        self.bind()?;
         // Wait for the queued kernels first and copy from an idle stream. A copy into
         // pageable memory enqueued behind running kernels waits inside the driver, and
         // while it did, another worker's calls on this context (its uploads) stalled too:
@@ -486,11 +484,7 @@ impl Device {
                 src.bytes()
             )));
         }
-        drv(
-            self.ordinal,
-            || "bind context".into(),
-            self.ctx.bind_to_thread(),
-        )?;
+        self.bind()?;
         // SAFETY: both regions are live device allocations of at least `bytes` bytes
         // (checked above; a region borrows its arena).
         let r = unsafe {
@@ -509,11 +503,7 @@ impl Device {
     /// # Errors
     /// Driver errors.
     pub fn memset_zero(&self, r: &crate::device::arena::DevRegion<'_>) -> Result<()> {
-        drv(
-            self.ordinal,
-            || "bind context".into(),
-            self.ctx.bind_to_thread(),
-        )?;
+        self.bind()?;
         // SAFETY: the region is a live device allocation of r.bytes() bytes.
         let res = unsafe {
             cudarc::driver::result::memset_d8_async(r.ptr(), 0, r.bytes(), self.compute.cu_stream())

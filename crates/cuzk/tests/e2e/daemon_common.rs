@@ -126,8 +126,8 @@ pub async fn status_until(
     }
 }
 
-/// Sends one HTTP/1.0 GET and returns the body.
-pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+/// Sends one HTTP/1.0 GET and returns the status code and the body.
+pub async fn http_status(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
@@ -138,12 +138,21 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
         .expect("write");
     let mut response = String::new();
     stream.read_to_string(&mut response).await.expect("read");
-    assert!(
-        response.starts_with("HTTP/1.0 200") || response.starts_with("HTTP/1.1 200"),
-        "{response}"
-    );
-    response
+    let code = response
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
         .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .unwrap_or_default()
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (code, body)
+}
+
+/// Sends one HTTP/1.0 GET, asserts a 200 and returns the body.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    let (code, body) = http_status(addr, path).await;
+    assert_eq!(code, 200, "{body}");
+    body
 }

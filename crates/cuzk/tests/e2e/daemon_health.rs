@@ -36,30 +36,6 @@ async fn check(
     ServingStatus::try_from(status).expect("known status")
 }
 
-/// The status code and body of one HTTP GET.
-async fn http_status(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("http connects");
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
-        .await
-        .expect("write");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    let code = response
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (code, body)
-}
-
 // See: #18 item 8.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_ready_turn_off_when_draining() {
