@@ -250,11 +250,11 @@ kernels! {
         idx: OptBuf [n as usize * 4], n: u32, k: u32,
         out: Buf [(n as usize).div_ceil(k.max(1) as usize).max(1) * group.xyzz_bytes()],
     );
-    /// scalars[i] times the fixed base of the window table, for i < n.
+    /// scalars[i] times the fixed base of the window table, in affine form, for i < n.
     FixedBase fixed_base[group](
         table: Buf [nwin as usize * (1usize << w.saturating_sub(1)) * group.affine_bytes()],
         w: u32, nwin: u32, scalars: Buf [n as usize * FR_BYTES], n: u32,
-        out: Buf [n as usize * group.jacobian_bytes()],
+        out: Buf [n as usize * group.affine_bytes()],
     );
     /// Montgomery to canonical scalars (eight u32 words each).
     Msm msm_scalars_canonical(scalars: Buf [n as usize * FR_BYTES], out: Buf [n as usize * 32], n: u32);
