@@ -24,6 +24,7 @@ use blstrs::{G1Projective, G2Projective};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand_core::RngCore;
+use rayon::prelude::*;
 
 use crate::{Scalar, Srs, SrsError, VerifyingKey};
 use assembly::KeypairAssembly;
@@ -222,45 +223,49 @@ where
     let w = cs.evaluate(c, &lagrange)?;
     drop(lagrange);
 
-    // All G1 scalars in one run: h, then A, B (nonzero only: bellperson filters the
-    // identity points out of a, b_g1, b_g2), then IC and L.
+    // The query scalars, on all cores. bellperson filters the identity points out of a,
+    // b_g1 and b_g2, so only the nonzero u_k and v_k make points.
     let t_tau = tau.pow_vartime([n as u64]) - Scalar::ONE;
-    let mut g1_scalars = lagrange::scaled_powers(tau, t_tau * delta_inv, n - 1);
-    let n_h = g1_scalars.len();
-    g1_scalars.extend(u.iter().filter(|s| !bool::from(s.is_zero())));
-    let n_a = g1_scalars.len() - n_h;
-    let b_scalars: Vec<Scalar> = v
-        .iter()
-        .copied()
-        .filter(|s| !bool::from(s.is_zero()))
+    let h_scalars = lagrange::scaled_powers(tau, t_tau * delta_inv, n - 1);
+    let nonzero = |x: &[Scalar]| -> Vec<Scalar> {
+        x.par_iter()
+            .copied()
+            .filter(|s| !bool::from(s.is_zero()))
+            .collect()
+    };
+    let a_scalars = nonzero(&u);
+    let b_scalars = nonzero(&v);
+    let mut ext: Vec<Scalar> = u
+        .par_iter()
+        .zip(&v)
+        .zip(&w)
+        .map(|((u, v), w)| beta * u + alpha * v + w)
         .collect();
-    g1_scalars.extend_from_slice(&b_scalars);
-    for (k, ((u, v), w)) in u.iter().zip(&v).zip(&w).enumerate() {
-        let ext = beta * u + alpha * v + w;
-        let inv = if k < n_inputs { gamma_inv } else { delta_inv };
-        if bool::from(ext.is_zero()) {
-            // An input always has u ≠ 0 through its input·0 = 0 row, so only an aux
-            // variable can end up here.
-            return Err(ParamgenError::UnconstrainedVariable {
-                index: k.saturating_sub(n_inputs),
-            });
-        }
-        g1_scalars.push(ext * inv);
-    }
     drop((u, v, w));
+    if let Some(k) = ext.par_iter().position_first(|e| bool::from(e.is_zero())) {
+        // An input always has u ≠ 0 through its input·0 = 0 row, so only an aux
+        // variable can end up here.
+        return Err(ParamgenError::UnconstrainedVariable {
+            index: k.saturating_sub(n_inputs),
+        });
+    }
+    let mut l_scalars = ext.split_off(n_inputs);
+    let mut ic_scalars = ext;
+    ic_scalars.par_iter_mut().for_each(|s| *s *= gamma_inv);
+    l_scalars.par_iter_mut().for_each(|s| *s *= delta_inv);
     lap("qap", &mut stages);
 
-    let mut g1_points = fbm.mul_g1(g1, &g1_scalars)?;
-    drop(g1_scalars);
+    // One fixed-base run per query, each into its own vector (no splitting copies).
+    let mul_g1 = |scalars: Vec<Scalar>| fbm.mul_g1(g1, &scalars);
+    let h = mul_g1(h_scalars)?;
+    let a = mul_g1(a_scalars)?;
+    let b_g1 = fbm.mul_g1(g1, &b_scalars)?;
+    let ic = mul_g1(ic_scalars)?;
+    let l = mul_g1(l_scalars)?;
     lap("msm_g1", &mut stages);
     let b_g2 = fbm.mul_g2(g2, &b_scalars)?;
+    drop(b_scalars);
     lap("msm_g2", &mut stages);
-
-    let l = g1_points.split_off(n_h + n_a + b_scalars.len() + n_inputs);
-    let ic = g1_points.split_off(n_h + n_a + b_scalars.len());
-    let b_g1 = g1_points.split_off(n_h + n_a);
-    let a = g1_points.split_off(n_h);
-    let h = g1_points;
     debug_assert_eq!(l.len(), n_aux);
 
     let (g1, g2) = (g1.to_affine(), g2.to_affine());
