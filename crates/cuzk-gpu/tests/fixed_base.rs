@@ -81,6 +81,13 @@ fn small_batches_match_cpu() {
         .mul_g1(G1Projective::generator(), &[])
         .expect("empty")
         .is_empty());
+    let stages = fb.take_stages();
+    let kernel = stages
+        .iter()
+        .find(|(k, _)| *k == "kernel")
+        .expect("kernel time");
+    assert!(!kernel.1.is_zero(), "{stages:?}");
+    assert!(fb.take_stages().is_empty(), "taken");
 }
 
 #[test]

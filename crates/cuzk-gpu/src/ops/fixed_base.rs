@@ -9,8 +9,8 @@
 //! staging buffers: while chunk i's kernel runs on one lane, chunk i − 1 is downloaded
 //! from the other at pinned-copy rate and copied into the output in parallel, and chunk
 //! i + 1's scalars are staged. The stage times (kernel, download wait, host copies) are
-//! logged at info level (`fixed-base multiplication done`) and returned by
-//! [`GpuFixedBase::last_stages`].
+//! logged at info level (`fixed-base multiplication done`) and summed for
+//! `FixedBaseMul::take_stages`.
 
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -85,14 +85,6 @@ impl GpuFixedBase {
             chunk_points: Some(points.max(1)),
             ..self
         }
-    }
-
-    /// The stage times of the last call, summed over its chunks: "table" (host build),
-    /// "kernel" (device time of the kernels), "wait_download" (host blocked on the kernel
-    /// and the pinned download), "copy_in" and "copy_out" (host copies through the pinned
-    /// buffers), "total".
-    pub fn last_stages(&self) -> Vec<(&'static str, Duration)> {
-        self.stages.lock().clone()
     }
 
     fn err(&self, e: GpuError) -> FixedBaseError {
@@ -307,7 +299,14 @@ impl GpuFixedBase {
             stages_ms = ?stages.iter().map(|(k, d)| (*k, d.as_secs_f64() * 1e3)).collect::<Vec<_>>(),
             "fixed-base multiplication done"
         );
-        *self.stages.lock() = stages;
+        let mut sum = self.stages.lock();
+        if sum.is_empty() {
+            *sum = stages;
+        } else {
+            for ((_, total), (_, d)) in sum.iter_mut().zip(stages) {
+                *total += d;
+            }
+        }
         Ok(out)
     }
 }
@@ -335,5 +334,12 @@ impl FixedBaseMul for GpuFixedBase {
         self.mul(Group::G2, base, scalars, |p: &[G2Projective], o| {
             G2Projective::batch_normalize(p, o)
         })
+    }
+
+    /// "table" (host build), "kernel" (device time of the kernels), "wait_download"
+    /// (host blocked on a kernel and its pinned download), "copy_in" and "copy_out" (host
+    /// copies through the pinned buffers), "total" (the calls' wall time).
+    fn take_stages(&self) -> Vec<(&'static str, Duration)> {
+        std::mem::take(&mut *self.stages.lock())
     }
 }

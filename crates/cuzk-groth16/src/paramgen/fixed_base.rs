@@ -50,6 +50,12 @@ pub trait FixedBaseMul: Sync {
         base: G2Projective,
         scalars: &[Scalar],
     ) -> Result<Vec<G2Affine>, FixedBaseError>;
+
+    /// The implementation's stage times summed over the calls since the last take (for
+    /// a device: table build, kernels, transfers), in its own order; empty by default.
+    fn take_stages(&self) -> Vec<(&'static str, std::time::Duration)> {
+        Vec::new()
+    }
 }
 
 /// The CPU implementation, parallel on the current rayon pool.

@@ -15,6 +15,7 @@
 mod assembly;
 mod fixed_base;
 mod lagrange;
+mod save;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -31,6 +32,7 @@ use assembly::KeypairAssembly;
 
 pub use fixed_base::{CpuFixedBase, FixedBaseError, FixedBaseMul};
 pub use lagrange::{lagrange_at, omega};
+pub use save::save;
 
 /// The secrets behind a set of parameters. Anyone holding them can forge proofs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +80,9 @@ pub struct Generated {
     pub n_rows: usize,
     /// Wall time of each stage, in order ("synthesis", "lagrange", "qap", "msm_g1", "msm_g2").
     pub stages: Vec<(&'static str, Duration)>,
+    /// The fixed-base implementation's own breakdown of "msm_g1" and "msm_g2" (see
+    /// [`FixedBaseMul::take_stages`]; empty for the CPU).
+    pub fixed_base_stages: [Vec<(&'static str, Duration)>; 2],
 }
 
 /// Why parameters could not be generated.
@@ -157,7 +162,7 @@ where
     R: RngCore,
 {
     let mut g = generate(circuit, rng, fbm)?;
-    g.srs.save(path)?;
+    save(&g.srs, path)?;
     g.srs.path = path.to_path_buf();
     Ok((g.srs.vk, g.toxic))
 }
@@ -263,9 +268,11 @@ where
     let ic = mul_g1(ic_scalars)?;
     let l = mul_g1(l_scalars)?;
     lap("msm_g1", &mut stages);
+    let fb_g1 = fbm.take_stages();
     let b_g2 = fbm.mul_g2(g2, &b_scalars)?;
     drop(b_scalars);
     lap("msm_g2", &mut stages);
+    let fixed_base_stages = [fb_g1, fbm.take_stages()];
     debug_assert_eq!(l.len(), n_aux);
 
     let (g1, g2) = (g1.to_affine(), g2.to_affine());
@@ -301,5 +308,6 @@ where
         toxic: *toxic,
         n_rows,
         stages,
+        fixed_base_stages,
     })
 }

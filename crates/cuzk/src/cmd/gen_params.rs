@@ -5,8 +5,9 @@
 //! must not land where a production daemon or filecoin-proofs reads its parameters, so the
 //! `--kind` form refuses the production directory unless `--i-know-these-are-test-params`
 //! is given. The query points are computed on the first GPU when there is one (`--cpu`
-//! forces the CPU). The generator is `cuzk_groth16::paramgen`; this module parses flags
-//! and prints.
+//! forces the CPU). `--no-write` generates a synthetic circuit's parameters and drops
+//! them (a benchmark of the generation alone). The generator is
+//! `cuzk_groth16::paramgen`; this module parses flags and prints.
 
 use std::path::PathBuf;
 
@@ -24,8 +25,12 @@ pub struct Args {
     #[command(flatten)]
     pub circuit: CircuitArgs,
     /// Output file (synthetic circuits).
-    #[arg(long, required_unless_present = "kind", conflicts_with = "kind")]
+    #[arg(long, required_unless_present_any = ["kind", "no_write"], conflicts_with_all = ["kind", "no_write"])]
     pub out: Option<PathBuf>,
+    /// Synthetic circuits: generate, print the stage times and write nothing (times the
+    /// generation alone; the parameters are dropped).
+    #[arg(long, conflicts_with = "kind")]
+    pub no_write: bool,
     /// A Filecoin proof kind instead of a synthetic circuit: porep, window-post,
     /// winning-post or snap.
     #[arg(long, requires = "sector_size", conflicts_with_all = ["log_n", "toxic_seed"])]
@@ -58,7 +63,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(kind) = &args.kind {
         return run_filecoin(&args, kind, fbm.as_ref());
     }
-    let out = args.out.clone().context("--out FILE is required")?;
+    let out = match args.no_write {
+        true => None,
+        false => Some(args.out.clone().context("--out FILE is required")?),
+    };
     let lg = args.circuit.log_n()?;
     let circuit = args.circuit.synthetic(lg)?;
     let g = match args.toxic_seed {
@@ -71,9 +79,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     .context("generating parameters")?;
     let t = std::time::Instant::now();
-    g.srs
-        .save(&out)
-        .with_context(|| format!("writing {}", out.display()))?;
+    if let Some(out) = &out {
+        paramgen::save(&g.srs, out).with_context(|| format!("writing {}", out.display()))?;
+    }
     let save = t.elapsed();
 
     println!(
@@ -102,15 +110,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         g.srs.b_g1.len()
     );
     println!("{:<10} {:>12}", "stage", "wall_ms");
-    let mut total = save;
+    let mut generation = std::time::Duration::ZERO;
     for (name, wall) in &g.stages {
         println!("{name:<10} {:>12.3}", wall.as_secs_f64() * 1e3);
-        total += *wall;
+        generation += *wall;
+        // The fixed-base implementation's own breakdown (device kernels and transfers).
+        let sub = match *name {
+            "msm_g1" => &g.fixed_base_stages[0],
+            "msm_g2" => &g.fixed_base_stages[1],
+            _ => continue,
+        };
+        for (part, d) in sub {
+            println!("  {part:<14} {:>10.3}", d.as_secs_f64() * 1e3);
+        }
     }
-    println!("{:<10} {:>12.3}", "save", save.as_secs_f64() * 1e3);
-    println!("{:<10} {:>12.3}", "total", total.as_secs_f64() * 1e3);
-    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
-    println!("wrote {} ({size} bytes)", out.display());
+    println!(
+        "{:<10} {:>12.3}",
+        "generation",
+        generation.as_secs_f64() * 1e3
+    );
+    match &out {
+        Some(out) => {
+            println!("{:<10} {:>12.3}", "save", save.as_secs_f64() * 1e3);
+            let total = generation + save;
+            println!("{:<10} {:>12.3}", "total", total.as_secs_f64() * 1e3);
+            let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+            println!("wrote {} ({size} bytes)", out.display());
+        }
+        None => println!("--no-write: nothing written; generation is the whole figure"),
+    }
     Ok(())
 }
 
@@ -173,4 +201,33 @@ fn production_dir(dir: &std::path::Path) -> Option<PathBuf> {
     ]
     .into_iter()
     .find(|p| resolve(p) == target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
+        Cli::try_parse_from(std::iter::once("gen-params").chain(argv.iter().copied()))
+            .map(|c| c.args)
+    }
+
+    /// `--no-write` generates without `--out` and writes nothing; with `--out` or `--kind`
+    /// it is refused, and without either a synthetic circuit still needs `--out`.
+    #[test]
+    fn no_write_generates_without_a_file() {
+        let args = parse(&["--log-n", "8", "--seed", "2", "--no-write", "--cpu"]).expect("parses");
+        assert!(args.no_write && args.out.is_none());
+        run(args).expect("generates");
+        assert!(parse(&["--log-n", "8", "--no-write", "--out", "/tmp/x"]).is_err());
+        assert!(parse(&["--no-write", "--kind", "porep", "--sector-size", "2KiB"]).is_err());
+        assert!(parse(&["--log-n", "8"]).is_err());
+    }
 }
