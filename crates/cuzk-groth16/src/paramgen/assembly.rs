@@ -121,6 +121,8 @@ pub(super) struct KeypairAssembly {
     pub c: Terms,
     /// The first misuse seen (enforce cannot return errors).
     pub error: Option<ParamgenError>,
+    /// Where the terms go while synthesizing, if not kept.
+    stream: Option<Streaming>,
 }
 
 /// A term moved into its variable range's bucket: (row, column − range start, code).
@@ -161,16 +163,16 @@ impl KeypairAssembly {
         Ok(())
     }
 
-    /// Evaluates Σ_j M[j][k] · lagrange[j] for every variable k (inputs, then aux), taking
-    /// the terms (they are freed afterwards). Rows must be `< lagrange.len()`.
+    /// Evaluates Σ_j M[j][k] · lagrange[j] for every variable k, taking the terms (they
+    /// are freed afterwards): the inputs' values, then the aux variables'. Rows must be
+    /// `< lagrange.len()`.
     ///
-    /// On all cores, without a full transpose: the variables are split into ranges (a few
-    /// per core), the terms are partitioned by range (a parallel counting sort by range
-    /// only, keeping recorded order within a range), and each range accumulates its own
-    /// terms into its own slice of the result.
-    pub fn evaluate(&self, m: Terms, lagrange: &[Scalar]) -> Result<Vec<Scalar>, ParamgenError> {
-        let n_vars = self.n_inputs + self.n_aux;
-        let n_inputs = self.n_inputs;
+    /// On all cores, without a full transpose: the inputs and the aux variables are split
+    /// into ranges (a few per core), the terms are partitioned by range (a parallel
+    /// counting sort by range only, keeping recorded order within a range), and each range
+    /// accumulates its own terms into its own slice of the result.
+    pub fn evaluate(&self, m: Terms, lagrange: &[Scalar]) -> Result<Evaluated, ParamgenError> {
+        let (n_inputs, n_aux) = (self.n_inputs, self.n_aux);
         if let Some(&row) = m.rows.par_iter().max() {
             if row as usize >= lagrange.len() {
                 return Err(ParamgenError::TooLarge {
@@ -179,17 +181,24 @@ impl KeypairAssembly {
                 });
             }
         }
-        // Column of a recorded variable id: inputs first, then aux. push_lc refused any
-        // id beyond the counts, so every column is < n_vars.
-        let column = |var: u32| -> usize {
+        let tasks = rayon::current_num_threads() * 4;
+        let per_range = (n_inputs + n_aux).div_ceil(tasks).max(1);
+        let input_ranges = n_inputs.div_ceil(per_range);
+        let n_ranges = input_ranges + n_aux.div_ceil(per_range);
+        // (range, index in range) of a recorded variable id: the inputs' ranges first.
+        // push_lc refused any id beyond the counts.
+        let range_of = |var: u32| -> (usize, u32) {
             match var & INPUT_TAG != 0 {
-                true => (var & !INPUT_TAG) as usize,
-                false => n_inputs + var as usize,
+                true => {
+                    let i = (var & !INPUT_TAG) as usize;
+                    (i / per_range, (i % per_range) as u32)
+                }
+                false => {
+                    let j = var as usize;
+                    (input_ranges + j / per_range, (j % per_range) as u32)
+                }
             }
         };
-        let tasks = rayon::current_num_threads() * 4;
-        let per_range = n_vars.div_ceil(tasks).max(1);
-        let n_ranges = n_vars.div_ceil(per_range);
         let per_piece = m.len().div_ceil(tasks).max(1);
 
         // counts[p][r]: terms of piece p (a run of recorded terms) in variable range r.
@@ -199,7 +208,7 @@ impl KeypairAssembly {
             .map(|vars| {
                 let mut c = vec![0usize; n_ranges];
                 for &v in vars {
-                    c[column(v) / per_range] += 1;
+                    c[range_of(v).0] += 1;
                 }
                 c
             })
@@ -210,11 +219,11 @@ impl KeypairAssembly {
         let mut by_range: Vec<usize> = vec![0; n_ranges];
         {
             let mut rest: &mut [Entry] = &mut entries;
-            for r in 0..n_ranges {
+            for (r, total) in by_range.iter_mut().enumerate() {
                 for (p, c) in counts.iter().enumerate() {
                     let (slot, tail) = rest.split_at_mut(c[r]);
                     by_piece[p].push(slot);
-                    by_range[r] += c[r];
+                    *total += c[r];
                     rest = tail;
                 }
             }
@@ -225,37 +234,143 @@ impl KeypairAssembly {
                     let mut next = vec![0usize; n_ranges];
                     let span = p * per_piece..((p + 1) * per_piece).min(m.len());
                     for t in span {
-                        let col = column(m.vars[t]);
-                        let r = col / per_range;
-                        slots[r][next[r]] = (m.rows[t], (col - r * per_range) as u32, m.codes[t]);
+                        let (r, k) = range_of(m.vars[t]);
+                        slots[r][next[r]] = (m.rows[t], k, m.codes[t]);
                         next[r] += 1;
                     }
                 });
         }
         let Terms { other, .. } = m;
-        let mut bucket_of: Vec<&[Entry]> = Vec::with_capacity(n_ranges);
+        let mut buckets: Vec<&[Entry]> = Vec::with_capacity(n_ranges);
         let mut rest: &[Entry] = &entries;
         for &len in &by_range {
             let (b, tail) = rest.split_at(len);
-            bucket_of.push(b);
+            buckets.push(b);
             rest = tail;
         }
-        let mut out = vec![Scalar::ZERO; n_vars];
-        out.par_chunks_mut(per_range)
-            .zip(bucket_of)
+        let mut inputs = vec![Scalar::ZERO; n_inputs];
+        let mut aux = zeros(n_aux);
+        inputs
+            .par_chunks_mut(per_range)
+            .chain(aux.par_chunks_mut(per_range))
+            .zip(buckets)
             .for_each(|(out, bucket)| {
                 for &(row, k, code) in bucket {
-                    let l = &lagrange[row as usize];
-                    let acc = &mut out[k as usize];
-                    match code {
-                        CODE_ONE => *acc += l,
-                        CODE_MINUS_ONE => *acc -= l,
-                        CODE_TWO => *acc += l.double(),
-                        c => *acc += *l * other[(c - FIRST_OTHER) as usize],
-                    }
+                    add_term(&mut out[k as usize], &lagrange[row as usize], code, &other);
                 }
             });
-        Ok(out)
+        Ok(Evaluated { inputs, aux })
+    }
+}
+
+/// One matrix evaluated at τ: the inputs' values (`ONE` first), then the aux variables'.
+#[derive(Debug, Default)]
+pub(super) struct Evaluated {
+    pub inputs: Vec<Scalar>,
+    pub aux: Vec<Scalar>,
+}
+
+/// `n` zeros, written on all cores (a single-threaded `vec!` of 2^27 scalars takes
+/// seconds).
+pub(super) fn zeros(n: usize) -> Vec<Scalar> {
+    let mut v = Vec::with_capacity(n);
+    v.par_extend(rayon::iter::repeat_n(Scalar::ZERO, n));
+    v
+}
+
+/// `acc += coefficient(code) · l`.
+fn add_term(acc: &mut Scalar, l: &Scalar, code: u32, other: &[Scalar]) {
+    match code {
+        CODE_ONE => *acc += l,
+        CODE_MINUS_ONE => *acc -= l,
+        CODE_TWO => *acc += l.double(),
+        c => *acc += *l * other[(c - FIRST_OTHER) as usize],
+    }
+}
+
+/// Terms per batch sent to a [`Streaming`] evaluator.
+const STREAM_BATCH: usize = 1 << 20;
+
+/// Evaluation during synthesis, when the domain is known beforehand: the assembly sends
+/// each matrix's terms in batches to its own thread, which adds them into growing
+/// per-variable sums, so the QAP evaluation runs beside the (single-threaded) synthesis
+/// and the terms are never held whole.
+pub(super) struct Streaming {
+    sinks: [std::sync::mpsc::SyncSender<Terms>; 3],
+}
+
+impl Streaming {
+    /// The assembly side of three evaluator threads spawned on `scope`, and their
+    /// handles (A, B, C), each returning its matrix's [`Evaluated`] or the first row
+    /// outside the domain.
+    pub fn spawn<'scope, 'env>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        lagrange: &'env [Scalar],
+    ) -> (
+        Streaming,
+        [std::thread::ScopedJoinHandle<'scope, Result<Evaluated, u32>>; 3],
+    ) {
+        let spawn_one = || {
+            // A few batches in flight at most: the evaluator is faster than synthesis.
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Terms>(4);
+            let h = scope.spawn(move || {
+                let mut out = Evaluated::default();
+                for t in rx {
+                    for ((&row, &var), &code) in t.rows.iter().zip(&t.vars).zip(&t.codes) {
+                        let l = lagrange.get(row as usize).ok_or(row)?;
+                        let (v, k) = match var & INPUT_TAG != 0 {
+                            true => (&mut out.inputs, (var & !INPUT_TAG) as usize),
+                            false => (&mut out.aux, var as usize),
+                        };
+                        if k >= v.len() {
+                            v.resize((k + 1).max(2 * v.len()), Scalar::ZERO);
+                        }
+                        add_term(&mut v[k], l, code, &t.other);
+                    }
+                }
+                Ok(out)
+            });
+            (tx, h)
+        };
+        let (a, ha) = spawn_one();
+        let (b, hb) = spawn_one();
+        let (c, hc) = spawn_one();
+        (Streaming { sinks: [a, b, c] }, [ha, hb, hc])
+    }
+}
+
+impl KeypairAssembly {
+    /// An assembly that streams its terms to `stream` instead of keeping them.
+    pub fn streaming(stream: Streaming) -> KeypairAssembly {
+        KeypairAssembly {
+            stream: Some(stream),
+            ..KeypairAssembly::default()
+        }
+    }
+
+    /// Sends each matrix's terms once it holds a batch (all of them when `all`); a gone
+    /// evaluator is an error.
+    pub fn flush(&mut self, all: bool) -> Result<(), ParamgenError> {
+        let Some(stream) = &self.stream else {
+            return Ok(());
+        };
+        for (m, sink) in [&mut self.a, &mut self.b, &mut self.c]
+            .into_iter()
+            .zip(&stream.sinks)
+        {
+            if m.len() >= STREAM_BATCH || (all && m.len() > 0) {
+                sink.send(std::mem::take(m))
+                    .map_err(|_| ParamgenError::Evaluator)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the stream: sends the rest and closes the channels, so the evaluators finish.
+    pub fn close_stream(&mut self) -> Result<(), ParamgenError> {
+        self.flush(true)?;
+        self.stream = None;
+        Ok(())
     }
 }
 
@@ -320,7 +435,7 @@ impl ConstraintSystem<Scalar> for KeypairAssembly {
                 self.c
                     .push_lc(row, &c(LinearCombination::zero()), n_in, n_aux)
             });
-        if let Err(e) = recorded {
+        if let Err(e) = recorded.and_then(|()| self.flush(false)) {
             self.error.get_or_insert(e);
         }
         self.n_constraints += 1;
@@ -417,6 +532,8 @@ mod tests {
         .enumerate()
         {
             let got = cs.evaluate(terms, &lagrange).expect("evaluates");
+            assert_eq!(got.inputs.len(), cs.n_inputs);
+            let got: Vec<Scalar> = got.inputs.into_iter().chain(got.aux).collect();
             assert_eq!(got.len(), n_vars);
             for (k, g) in got.iter().enumerate() {
                 let want: Scalar = dense[m]

@@ -21,14 +21,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bellperson::{Circuit, ConstraintSystem};
-use blstrs::{G1Projective, G2Projective};
+use blstrs::{G1Affine, G1Projective, G2Projective};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
 
 use crate::{Scalar, Srs, SrsError, VerifyingKey};
-use assembly::KeypairAssembly;
+use assembly::{Evaluated, KeypairAssembly, Streaming};
 
 pub use fixed_base::{CpuFixedBase, FixedBaseError, FixedBaseMul};
 pub use lagrange::{lagrange_at, omega};
@@ -78,7 +78,9 @@ pub struct Generated {
     pub toxic: ToxicWaste,
     /// Constraints, including the `input · 0 = 0` rows.
     pub n_rows: usize,
-    /// Wall time of each stage, in order ("synthesis", "lagrange", "qap", "msm_g1", "msm_g2").
+    /// Wall time of each stage, in order: "synthesis", "lagrange", "qap", "msm_g1",
+    /// "msm_g2"; with a known domain ([`generate_in_domain`]) "lagrange" comes first and
+    /// "synthesis" includes the QAP evaluation and the h query that ran beside it.
     pub stages: Vec<(&'static str, Duration)>,
     /// The fixed-base implementation's own breakdown of "msm_g1" and "msm_g2" (see
     /// [`FixedBaseMul::take_stages`]; empty for the CPU).
@@ -119,6 +121,18 @@ pub enum ParamgenError {
     /// γ or δ is zero, or τ lies in the evaluation domain: draw the toxic waste again.
     #[error("degenerate toxic waste: {0}")]
     DegenerateTrapdoor(&'static str),
+    /// The circuit does not fill the domain it was said to.
+    #[error("the circuit has {n_rows} rows, not a domain of 2^{lg} rows as given")]
+    DomainMismatch {
+        /// Rows the circuit has (constraints and input rows) or, while streaming, the
+        /// first row seen beyond the domain.
+        n_rows: u64,
+        /// The domain given.
+        lg: u32,
+    },
+    /// A QAP evaluator thread stopped before synthesis ended.
+    #[error("a QAP evaluator thread stopped before synthesis ended")]
+    Evaluator,
     /// τ is a root of unity of the domain.
     #[error("degenerate toxic waste: tau lies in the evaluation domain")]
     DegenerateTau,
@@ -179,6 +193,26 @@ pub fn generate_with<C>(
 where
     C: Circuit<Scalar>,
 {
+    generate_in_domain(circuit, toxic, fbm, None)
+}
+
+/// As [`generate_with`], for a circuit whose domain is known to be 2^`lg_hint` rows
+/// when given (the synthetic circuits' is): then the Lagrange coefficients come first,
+/// and the QAP evaluation and the h query (which depends on the domain alone) run beside
+/// the single-threaded synthesis instead of after it.
+///
+/// # Errors
+/// See [`ParamgenError`]; [`ParamgenError::DomainMismatch`] when the circuit does not
+/// fill a domain of 2^`lg_hint` rows.
+pub fn generate_in_domain<C>(
+    circuit: C,
+    toxic: &ToxicWaste,
+    fbm: &dyn FixedBaseMul,
+    lg_hint: Option<u32>,
+) -> Result<Generated, ParamgenError>
+where
+    C: Circuit<Scalar>,
+{
     let ToxicWaste {
         g1,
         g2,
@@ -200,69 +234,73 @@ where
         clock = Instant::now();
     };
 
-    let mut cs = KeypairAssembly::default();
-    cs.alloc_input(|| "ONE", || Ok(Scalar::ONE))?;
-    circuit.synthesize(&mut cs)?;
-    cs.add_input_rows()?;
-    let (n_inputs, n_aux, n_rows) = (cs.n_inputs, cs.n_aux, cs.n_constraints);
-    lap("synthesis", &mut stages);
-
-    let lg = n_rows.next_power_of_two().trailing_zeros();
-    // bellperson's EvaluationDomain refuses 2^32 too.
-    if lg >= Scalar::S {
-        return Err(ParamgenError::TooLarge {
-            what: "constraints",
-            count: n_rows as u64,
-        });
-    }
+    let Recorded {
+        n_inputs,
+        n_aux,
+        n_rows,
+        lg,
+        uvw: [u, v, w],
+        h,
+    } = match lg_hint {
+        None => record_then_evaluate(circuit, tau, &mut lap, &mut stages)?,
+        Some(lg) => {
+            let h = |lg| fbm.mul_g1(g1, &h_scalars(tau, delta_inv, lg));
+            record_while_evaluating(circuit, tau, lg, h, &mut lap, &mut stages)?
+        }
+    };
     let n = 1usize << lg;
-    let lagrange = lagrange_at(tau, lg)?;
-    lap("lagrange", &mut stages);
-
-    // u, v, w for every variable (inputs, then aux), one matrix at a time.
-    let a = std::mem::take(&mut cs.a);
-    let u = cs.evaluate(a, &lagrange)?;
-    let b = std::mem::take(&mut cs.b);
-    let v = cs.evaluate(b, &lagrange)?;
-    let c = std::mem::take(&mut cs.c);
-    let w = cs.evaluate(c, &lagrange)?;
-    drop(lagrange);
 
     // The query scalars, on all cores. bellperson filters the identity points out of a,
     // b_g1 and b_g2, so only the nonzero u_k and v_k make points.
-    let t_tau = tau.pow_vartime([n as u64]) - Scalar::ONE;
-    let h_scalars = lagrange::scaled_powers(tau, t_tau * delta_inv, n - 1);
-    let nonzero = |x: &[Scalar]| -> Vec<Scalar> {
-        x.par_iter()
+    let nonzero = |x: &Evaluated| -> Vec<Scalar> {
+        let mut out: Vec<Scalar> = x
+            .inputs
+            .par_iter()
             .copied()
             .filter(|s| !bool::from(s.is_zero()))
-            .collect()
+            .collect();
+        out.par_extend(
+            x.aux
+                .par_iter()
+                .copied()
+                .filter(|s| !bool::from(s.is_zero())),
+        );
+        out
     };
     let a_scalars = nonzero(&u);
     let b_scalars = nonzero(&v);
-    let mut ext: Vec<Scalar> = u
-        .par_iter()
-        .zip(&v)
-        .zip(&w)
-        .map(|((u, v), w)| beta * u + alpha * v + w)
-        .collect();
+    let ext = |u: &[Scalar], v: &[Scalar], w: &[Scalar], inv: Scalar| -> Vec<Scalar> {
+        u.par_iter()
+            .zip(v)
+            .zip(w)
+            .map(|((u, v), w)| (beta * u + alpha * v + w) * inv)
+            .collect()
+    };
+    let ic_scalars = ext(&u.inputs, &v.inputs, &w.inputs, gamma_inv);
+    let l_scalars = ext(&u.aux, &v.aux, &w.aux, delta_inv);
     drop((u, v, w));
-    if let Some(k) = ext.par_iter().position_first(|e| bool::from(e.is_zero())) {
-        // An input always has u ≠ 0 through its input·0 = 0 row, so only an aux
-        // variable can end up here.
-        return Err(ParamgenError::UnconstrainedVariable {
-            index: k.saturating_sub(n_inputs),
-        });
+    if ic_scalars.par_iter().any(|e| bool::from(e.is_zero())) {
+        // An input always has u ≠ 0 through its input·0 = 0 row, so this takes toxic
+        // waste that cancels it exactly.
+        return Err(ParamgenError::DegenerateTrapdoor(
+            "an input's query scalar is zero",
+        ));
     }
-    let mut l_scalars = ext.split_off(n_inputs);
-    let mut ic_scalars = ext;
-    ic_scalars.par_iter_mut().for_each(|s| *s *= gamma_inv);
-    l_scalars.par_iter_mut().for_each(|s| *s *= delta_inv);
+    if let Some(index) = l_scalars
+        .par_iter()
+        .position_first(|e| bool::from(e.is_zero()))
+    {
+        return Err(ParamgenError::UnconstrainedVariable { index });
+    }
     lap("qap", &mut stages);
 
     // One fixed-base run per query, each into its own vector (no splitting copies).
     let mul_g1 = |scalars: Vec<Scalar>| fbm.mul_g1(g1, &scalars);
-    let h = mul_g1(h_scalars)?;
+    let h = match h {
+        Some(h) => h,
+        None => mul_g1(h_scalars(tau, delta_inv, lg))?,
+    };
+    debug_assert_eq!(h.len(), n - 1);
     let a = mul_g1(a_scalars)?;
     let b_g1 = fbm.mul_g1(g1, &b_scalars)?;
     let ic = mul_g1(ic_scalars)?;
@@ -310,4 +348,177 @@ where
         stages,
         fixed_base_stages,
     })
+}
+
+/// A recorded circuit's counts and its u, v, w at τ (and the h query when it was made
+/// during synthesis).
+struct Recorded {
+    n_inputs: usize,
+    n_aux: usize,
+    n_rows: usize,
+    lg: u32,
+    uvw: [Evaluated; 3],
+    h: Option<Vec<G1Affine>>,
+}
+
+type Lap<'a> = dyn FnMut(&'static str, &mut Vec<(&'static str, Duration)>) + 'a;
+
+/// `h_i = τ^i·t(τ)/δ` for i < n − 1, with t(τ) = τ^n − 1.
+fn h_scalars(tau: Scalar, delta_inv: Scalar, lg: u32) -> Vec<Scalar> {
+    let n = 1u64 << lg;
+    let t_tau = tau.pow_vartime([n]) - Scalar::ONE;
+    lagrange::scaled_powers(tau, t_tau * delta_inv, n as usize - 1)
+}
+
+/// The domain of `n_rows` rows, refused from 2^32 up as bellperson's EvaluationDomain
+/// refuses it.
+fn domain_of(n_rows: usize) -> Result<u32, ParamgenError> {
+    let lg = n_rows.next_power_of_two().trailing_zeros();
+    match lg < Scalar::S {
+        true => Ok(lg),
+        false => Err(ParamgenError::TooLarge {
+            what: "constraints",
+            count: n_rows as u64,
+        }),
+    }
+}
+
+/// Synthesizes `circuit` keeping its terms, then evaluates the matrices on all cores.
+fn record_then_evaluate<C: Circuit<Scalar>>(
+    circuit: C,
+    tau: Scalar,
+    lap: &mut Lap<'_>,
+    stages: &mut Vec<(&'static str, Duration)>,
+) -> Result<Recorded, ParamgenError> {
+    let mut cs = KeypairAssembly::default();
+    cs.alloc_input(|| "ONE", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    cs.add_input_rows()?;
+    lap("synthesis", stages);
+    let lg = domain_of(cs.n_constraints)?;
+    let lagrange = lagrange_at(tau, lg)?;
+    lap("lagrange", stages);
+    let a = std::mem::take(&mut cs.a);
+    let u = cs.evaluate(a, &lagrange)?;
+    let b = std::mem::take(&mut cs.b);
+    let v = cs.evaluate(b, &lagrange)?;
+    let c = std::mem::take(&mut cs.c);
+    let w = cs.evaluate(c, &lagrange)?;
+    Ok(Recorded {
+        n_inputs: cs.n_inputs,
+        n_aux: cs.n_aux,
+        n_rows: cs.n_constraints,
+        lg,
+        uvw: [u, v, w],
+        h: None,
+    })
+}
+
+/// Synthesizes `circuit` while three threads evaluate its matrices at τ from streamed
+/// terms and another computes the h query with `h` (the synthesis itself is one thread).
+fn record_while_evaluating<C, H>(
+    circuit: C,
+    tau: Scalar,
+    lg: u32,
+    h: H,
+    lap: &mut Lap<'_>,
+    stages: &mut Vec<(&'static str, Duration)>,
+) -> Result<Recorded, ParamgenError>
+where
+    C: Circuit<Scalar>,
+    H: FnOnce(u32) -> Result<Vec<G1Affine>, FixedBaseError> + Send,
+{
+    if lg >= Scalar::S {
+        return Err(ParamgenError::TooLarge {
+            what: "constraints",
+            count: 1u64 << lg,
+        });
+    }
+    let lagrange = lagrange_at(tau, lg)?;
+    lap("lagrange", stages);
+    let mismatch = |n_rows: u64| ParamgenError::DomainMismatch { n_rows, lg };
+    let (synthesized, evaluated, h) = std::thread::scope(|s| {
+        let h = s.spawn(move || h(lg));
+        let (stream, evaluators) = Streaming::spawn(s, &lagrange);
+        let mut cs = KeypairAssembly::streaming(stream);
+        let synthesized = (|| {
+            cs.alloc_input(|| "ONE", || Ok(Scalar::ONE))?;
+            circuit.synthesize(&mut cs)?;
+            cs.add_input_rows()?;
+            cs.close_stream()?;
+            Ok::<_, ParamgenError>((cs.n_inputs, cs.n_aux, cs.n_constraints))
+        })();
+        // Dropping the assembly closes the stream on the error path too.
+        drop(cs);
+        let evaluated = evaluators.map(|e| joined(e.join()));
+        (synthesized, evaluated, joined(h.join()))
+    });
+    let (n_inputs, n_aux, n_rows) = synthesized?;
+    let [u, v, w] = evaluated.map(|e| {
+        e.map(|mut e| {
+            e.inputs.resize(n_inputs, Scalar::ZERO);
+            e.aux.resize(n_aux, Scalar::ZERO);
+            e
+        })
+    });
+    let uvw = [
+        u.map_err(|row| mismatch(u64::from(row) + 1))?,
+        v.map_err(|row| mismatch(u64::from(row) + 1))?,
+        w.map_err(|row| mismatch(u64::from(row) + 1))?,
+    ];
+    if domain_of(n_rows)? != lg {
+        return Err(mismatch(n_rows as u64));
+    }
+    let h = h?;
+    lap("synthesis", stages);
+    Ok(Recorded {
+        n_inputs,
+        n_aux,
+        n_rows,
+        lg,
+        uvw,
+        h: Some(h),
+    })
+}
+
+/// A scoped thread's result; its panic (a bug) continues in the caller.
+fn joined<T>(r: std::thread::Result<T>) -> T {
+    r.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{SyntheticCircuit, SyntheticShape};
+    use rand_chacha::rand_core::SeedableRng;
+
+    fn bytes(srs: &Srs) -> Vec<u8> {
+        let mut b = Vec::new();
+        srs.write_to(&mut b).expect("writes");
+        b
+    }
+
+    /// With the domain known, the streamed evaluation and the h query made beside
+    /// synthesis give the same parameters as the plain order; a wrong domain is refused.
+    #[test]
+    fn known_domain_gives_the_same_parameters() {
+        let c = SyntheticCircuit::with_log_n(12, 8, SyntheticShape::default()).expect("circuit");
+        let toxic = ToxicWaste::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(3));
+        let fb = CpuFixedBase::default();
+        let plain = generate_with(c, &toxic, &fb).expect("plain");
+        let streamed = generate_in_domain(c, &toxic, &fb, Some(12)).expect("streamed");
+        assert_eq!(streamed.n_rows, plain.n_rows);
+        assert!(
+            bytes(&streamed.srs) == bytes(&plain.srs),
+            "parameters differ"
+        );
+        let names: Vec<_> = streamed.stages.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["lagrange", "synthesis", "qap", "msm_g1", "msm_g2"]);
+        for lg in [11, 13] {
+            match generate_in_domain(c, &toxic, &fb, Some(lg)) {
+                Err(ParamgenError::DomainMismatch { lg: got, .. }) => assert_eq!(got, lg),
+                other => panic!("2^{lg}: expected a domain mismatch, got {other:?}"),
+            }
+        }
+    }
 }

@@ -69,15 +69,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let lg = args.circuit.log_n()?;
     let circuit = args.circuit.synthetic(lg)?;
-    let g = match args.toxic_seed {
-        Some(seed) => paramgen::generate(
-            circuit,
-            &mut rand_chacha::ChaCha20Rng::seed_from_u64(seed),
-            fbm.as_ref(),
-        ),
-        None => paramgen::generate(circuit, &mut rand::thread_rng(), fbm.as_ref()),
-    }
-    .context("generating parameters")?;
+    // The synthetic circuit fills exactly 2^lg rows: the QAP evaluation and the h query
+    // run beside its synthesis.
+    let toxic = match args.toxic_seed {
+        Some(seed) => {
+            paramgen::ToxicWaste::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(seed))
+        }
+        None => paramgen::ToxicWaste::random(&mut rand::thread_rng()),
+    };
+    let g = paramgen::generate_in_domain(circuit, &toxic, fbm.as_ref(), Some(lg))
+        .context("generating parameters")?;
     let t = std::time::Instant::now();
     if let Some(out) = &out {
         paramgen::save(&g.srs, out).with_context(|| format!("writing {}", out.display()))?;
