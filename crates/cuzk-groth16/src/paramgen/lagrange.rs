@@ -50,7 +50,7 @@ pub fn lagrange_at(tau: Scalar, lg: u32) -> Result<Vec<Scalar>, ParamgenError> {
     // Scalar::from(n) is nonzero for n ≤ 2^32 < r.
     let n_inv = Option::<Scalar>::from(Scalar::from(n as u64).invert()).unwrap_or(Scalar::ZERO);
     let scale = z * n_inv;
-    let mut out = vec![Scalar::ZERO; n];
+    let mut out = super::assembly::zeros(n);
     out.par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(c, chunk)| {
@@ -82,7 +82,7 @@ pub fn lagrange_at(tau: Scalar, lg: u32) -> Result<Vec<Scalar>, ParamgenError> {
 
 /// `[c, c·τ, c·τ², …]`, `len` elements.
 pub fn scaled_powers(tau: Scalar, c: Scalar, len: usize) -> Vec<Scalar> {
-    let mut out = vec![Scalar::ZERO; len];
+    let mut out = super::assembly::zeros(len);
     out.par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(k, chunk)| {
