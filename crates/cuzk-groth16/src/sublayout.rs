@@ -35,6 +35,16 @@ pub trait Parts: Sync {
     /// # Errors
     /// [`SynthesisError::Part`] when the part cannot be built.
     fn part(&self, j: usize) -> Result<Self::Part, SynthesisError>;
+
+    /// The shared prefix alone, as a circuit, when the caller can build one: it lets a
+    /// shape be recorded from the prefix and one part instead of the whole circuit
+    /// (`recorded_parts.rs`). `None` (the default): record the whole circuit.
+    ///
+    /// # Errors
+    /// [`SynthesisError::Part`] when the prefix cannot be built.
+    fn prefix(&self) -> Result<Option<Self::Part>, SynthesisError> {
+        Ok(None)
+    }
 }
 
 /// Where the parts' variables sit: a prefix, then `n_parts` blocks of `stride`.
@@ -111,9 +121,18 @@ impl SubLayout {
 
 /// Runs part `j` witness-only into growing vectors (to derive or check a layout).
 pub(crate) fn witness_of_part<P: Parts>(parts: &P, j: usize) -> Result<WitnessCs, SynthesisError> {
+    witness_of(parts.part(j)?)
+}
+
+/// Runs the prefix alone witness-only, when `parts` can build it ([`Parts::prefix`]).
+#[cfg(test)]
+pub(crate) fn witness_of_prefix<P: Parts>(parts: &P) -> Result<Option<WitnessCs>, SynthesisError> {
+    parts.prefix()?.map(witness_of).transpose()
+}
+
+fn witness_of<C: Circuit<Scalar>>(circuit: C) -> Result<WitnessCs, SynthesisError> {
     let mut cs = WitnessCs::with_capacity(Counts::default());
-    parts
-        .part(j)?
+    circuit
         .synthesize(&mut cs)
         .map_err(|source| SynthesisError::Circuit {
             n_constraints: cs.constraints,

@@ -90,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return head_to_head(&args);
     }
     if args.shape.is_set() {
-        bail!("bench prove: the shape flags (--a-density, --b-density, --bit-fraction, --inputs) apply to the head-to-head (--compare supraseal,cpu,gpu)");
+        bail!("bench prove: the shape flags (--a-density, --b-density, --bit-fraction, --inputs, --parts) apply to the head-to-head (--compare supraseal,cpu,gpu)");
     }
     if args.backend != "cpu" {
         bail!("bench prove: --compare bellperson runs with --backend cpu (bellperson has no GPU path in this build); use --compare supraseal,cpu for the GPU");
