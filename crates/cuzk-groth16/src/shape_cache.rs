@@ -153,21 +153,32 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
     let mut first: Option<Result<Assignment, SynthesisError>> = None;
     let recorded = cell.shape.get_or_init(|| {
         let t = std::time::Instant::now();
-        let (r1cs, asg) = match R1cs::record_with_assignment(circuit.clone()) {
-            Ok(done) => done,
-            Err(e) => {
-                tracing::warn!(circuit_id, "not recorded, synthesizing each time: {e}");
-                first = Some(Err(e));
-                return None;
+        // From the prefix and one part where the parts allow it (`recorded_parts.rs`),
+        // else the whole circuit.
+        let from_parts = parts
+            .filter(|_| path == CachedPath::Parts)
+            .and_then(|p| crate::recorded::record_from_parts(circuit_id, p));
+        let (r1cs, layout, asg) = match from_parts {
+            Some((r1cs, layout, asg)) => (r1cs, Some(layout), asg),
+            None => {
+                let (r1cs, asg) = match R1cs::record_with_assignment(circuit.clone()) {
+                    Ok(done) => done,
+                    Err(e) => {
+                        tracing::warn!(circuit_id, "not recorded, synthesizing each time: {e}");
+                        first = Some(Err(e));
+                        return None;
+                    }
+                };
+                let layout = parts.and_then(|p| match find_layout(&asg, r1cs.counts(), p) {
+                    Ok(layout) => Some(layout),
+                    Err(why) => {
+                        tracing::warn!(circuit_id, "witness of the whole circuit: {why}");
+                        None
+                    }
+                });
+                (r1cs, layout, asg)
             }
         };
-        let layout = parts.and_then(|p| match find_layout(&asg, r1cs.counts(), p) {
-            Ok(layout) => Some(layout),
-            Err(why) => {
-                tracing::warn!(circuit_id, "witness of the whole circuit: {why}");
-                None
-            }
-        });
         first = Some(Ok(asg));
         let bytes = r1cs.host_bytes() as u64;
         let used = cache().bytes.load(Ordering::Relaxed);

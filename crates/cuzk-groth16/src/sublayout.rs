@@ -125,7 +125,6 @@ pub(crate) fn witness_of_part<P: Parts>(parts: &P, j: usize) -> Result<WitnessCs
 }
 
 /// Runs the prefix alone witness-only, when `parts` can build it ([`Parts::prefix`]).
-#[cfg(test)]
 pub(crate) fn witness_of_prefix<P: Parts>(parts: &P) -> Result<Option<WitnessCs>, SynthesisError> {
     parts.prefix()?.map(witness_of).transpose()
 }
@@ -317,6 +316,14 @@ mod tests {
                 ..self.clone()
             })
         }
+
+        /// No sub-circuit is `usize::MAX`: the prefix alone.
+        fn prefix(&self) -> Result<Option<Toy>, SynthesisError> {
+            Ok(Some(Toy {
+                only: Some(usize::MAX),
+                ..self.clone()
+            }))
+        }
     }
 
     fn toy(x: u64, n: usize) -> Toy {
@@ -373,6 +380,28 @@ mod tests {
         assert!(err.to_string().contains("part 2 has"), "{err}");
         let err = r.assign_parts(&layout, &toy(9, 5)).expect_err("5 parts");
         assert!(err.to_string().contains("5 parts against"), "{err}");
+    }
+
+    /// The toy's parts are not of one structure (part j's constant `j` sits in a
+    /// coefficient): recording it from one part is refused, naming the last part, and the
+    /// cache records it whole. (The synthetic circuit's parts are of one structure:
+    /// `recorded_parts.rs` tests those.)
+    #[test]
+    fn parts_of_another_structure_are_not_recorded_from_one() {
+        let err = R1cs::record_parts(&toy(1, 4)).expect_err("part 3 differs");
+        assert!(
+            err.to_string().contains("part 3 is not recorded as part 0"),
+            "{err}"
+        );
+        let id = "test-sublayout-toy-structures";
+        for x in [7u64, 8] {
+            let got = crate::recorded::synthesize_cached_parts(id, toy(x, 4), &toy(x, 4));
+            assert_eq!(
+                got.expect("cached"),
+                crate::synthesize(toy(x, 4)).expect("plain")
+            );
+        }
+        assert_eq!(crate::recorded::layout(id).map(|l| l.n_parts), Some(4));
     }
 
     /// Counts that do not split give no layout.
