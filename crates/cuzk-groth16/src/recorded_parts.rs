@@ -340,6 +340,26 @@ mod tests {
         }
     }
 
+    /// Through the shape cache: the first call records from the parts and returns the
+    /// plain assignment, as do the later ones (parts in parallel, or the whole witness).
+    #[test]
+    fn the_cache_records_from_parts_and_assigns_as_plain() {
+        use crate::recorded::{layout, synthesize_cached_parts, with_path, CachedPath};
+        let c = parted(11, 6, Some(20));
+        let id = "test-recorded-parts-11-6";
+        for w in [3u64, 4, 5] {
+            let inst = c.with_witness_seed(w);
+            let want = crate::synthesize(inst).expect("plain");
+            let got = synthesize_cached_parts(id, inst, &inst).expect("cached");
+            assert_eq!(got, want, "witness {w}");
+            let whole = with_path(CachedPath::Whole, || {
+                synthesize_cached_parts(id, inst, &inst)
+            });
+            assert_eq!(whole.expect("whole"), want, "witness {w}");
+        }
+        assert_eq!(layout(id).map(|l| l.n_parts), Some(6));
+    }
+
     /// A sequential circuit has no parts to record from: the caller records it whole.
     #[test]
     fn a_sequential_circuit_is_not_recorded_from_parts() {

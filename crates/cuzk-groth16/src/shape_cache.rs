@@ -115,9 +115,12 @@ pub fn synthesize_cached<C: Circuit<Scalar> + Clone>(
 
 /// [`synthesize_cached`] for a circuit that is also given as its [`Parts`]: once the shape
 /// is recorded, later calls compute the witness part by part on the current rayon pool.
-/// The first call finds the layout from two parts (the first and the last) and checks
-/// their values against the recording run's witness; a circuit whose parts do not split
-/// that way keeps the whole-circuit witness. Same result either way.
+/// The first call records the shape from the prefix and one part when the parts can give
+/// their prefix and are of one structure ([`R1cs::record_parts`], `recorded_parts.rs`), its
+/// own witness already part by part; otherwise it records the whole circuit, finds the
+/// layout from two parts (the first and the last) and checks their values against the
+/// recording run's witness. A circuit whose parts do not split keeps the whole-circuit
+/// witness. Same result either way.
 ///
 /// # Errors
 /// As [`crate::synthesize`].
