@@ -250,6 +250,12 @@ impl R1cs {
     }
 }
 
+// Recording a shape from its prefix and one part: a child module, for the matrices' fields.
+#[path = "recorded_parts.rs"]
+mod parts;
+pub use parts::compare_recordings;
+pub(crate) use parts::record_from_parts;
+
 pub use crate::shape_cache::{
     layout, recorded_bytes, set_budget, synthesize_cached, synthesize_cached_parts, with_path,
     CachedPath, DEFAULT_BUDGET,
