@@ -111,13 +111,14 @@ where
         }
     }
     let mut out = vec![A::identity(); nwin as usize * half];
-    // One task per 4096 points of a row (the row's multiples from its own start point), so
-    // that 16 rows keep 16 cores busy and a large row splits.
-    const PART: usize = 4096;
-    out.par_chunks_mut(PART)
+    // One task per 4096 points of a row at most (the row's multiples from their own start
+    // point), so that 16 rows keep 16 cores busy and a large row splits; a task never
+    // crosses rows (half is a power of two).
+    let part = half.min(4096);
+    out.par_chunks_mut(part)
         .enumerate()
         .for_each(|(task, chunk)| {
-            let (row, off) = ((task * PART) / half, (task * PART) % half);
+            let (row, off) = ((task * part) / half, (task * part) % half);
             let rb = rows_base[row];
             let mut acc = rb * P::Scalar::from(off as u64 + 1);
             let mut proj = Vec::with_capacity(chunk.len());
@@ -341,5 +342,39 @@ impl FixedBaseMul for GpuFixedBase {
     /// copies through the pinned buffers), "total" (the calls' wall time).
     fn take_stages(&self) -> Vec<(&'static str, Duration)> {
         std::mem::take(&mut *self.stages.lock())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ff::Field;
+    use group::Group;
+    use rand_chacha::rand_core::SeedableRng;
+
+    /// Every entry of the comb table is j·2^(w·k)·B, at both widths, across the tasks the
+    /// build splits a row into.
+    #[test]
+    fn table_holds_the_windows_multiples() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let b = G1Projective::random(&mut rng);
+        for w in [12u32, 16] {
+            let nwin = 256u32.div_ceil(w);
+            let half = 1usize << (w - 1);
+            let t = table(b, w, nwin, |p: &[G1Projective], o: &mut [G1Affine]| {
+                G1Projective::batch_normalize(p, o)
+            });
+            assert_eq!(t.len(), nwin as usize * half);
+            for k in [0usize, 1, nwin as usize - 1] {
+                let row = b * Scalar::from(2u64).pow_vartime([(w as usize * k) as u64]);
+                for j in [1usize, 2, 4095, 4096, 4097, half - 1, half] {
+                    if j > half {
+                        continue;
+                    }
+                    let want = (row * Scalar::from(j as u64)).to_affine();
+                    assert_eq!(t[k * half + j - 1], want, "w={w} row {k} multiple {j}");
+                }
+            }
+        }
     }
 }
