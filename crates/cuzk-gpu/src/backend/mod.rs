@@ -344,6 +344,17 @@ impl Backend for GpuBackend {
         srs: &Srs,
         report: &mut ProveReport,
     ) -> Result<MsmOutputs, BackendError> {
+        if asg.is_deferred() {
+            // The recorded products on the CPU, then the prove as for any assignment.
+            tracing::debug!(
+                gpu = self.dev.ordinal(),
+                "deferred a, b, c evaluated on the cpu"
+            );
+            let evaluated = asg.evaluated().map_err(|e| BackendError::Mismatch {
+                what: e.to_string(),
+            })?;
+            return self.compute(&evaluated, srs, report);
+        }
         // Only the assignment's own faults are the caller's; everything after is ours.
         let shape = validate(asg, srs).map_err(|e| BackendError::Mismatch {
             what: e.to_string(),
