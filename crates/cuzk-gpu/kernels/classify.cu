@@ -64,15 +64,19 @@ extern "C" __global__ void classify_scatter(const fr_t* scalars, u32 n, const u3
     }
 }
 
-// out[i] = bases[idx[i]] for i < n, points of W 16-byte words (6 in G1, 12 in G2): the
+// out[i] = bases[idx[i]] for i < count, points of W 16-byte words (6 in G1, 12 in G2): the
 // others' bases packed densely before their MSM, so that its bucket accumulation gathers
 // from a compact array (one index level fewer, a working set that L2 can hold) instead of
-// from the whole query through the index list.
-extern "C" __global__ void gather_points(const uint4* bases, const u32* idx, u32 n, u32 W,
-                                         uint4* out) {
-    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const u64 i = t / W;
-    if (i >= n) return;
-    const u32 k = (u32)(t - i * W);
-    out[t] = bases[(u64)idx[i] * W + k];
+// from the whole query through the index list. `count` (on the device, from the
+// classification; null: n) is at most the bound n the output is sized for; the grid is
+// sized for the bound but capped, and strides over the words, so idle threads are few.
+extern "C" __global__ void gather_points(const uint4* bases, const u32* idx, u32 n,
+                                         const u32* count, u32 W, uint4* out) {
+    const u64 live = (u64)(count ? min(*count, n) : n) * W;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x; t < live; t += stride) {
+        const u64 i = t / W;
+        const u32 k = (u32)(t - i * W);
+        out[t] = bases[(u64)idx[i] * W + k];
+    }
 }

@@ -18,43 +18,55 @@
 #include "ec.cuh"
 #include "digits.cuh"
 
-extern "C" __global__ void msm_scalars_canonical(const fr_t* scalars, u32* out, u32 n) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    fr_t s = scalars[i].from_mont();
+// The scalar phases read the first `count` of n scalars: `count` is on the device (the
+// classification's, for the MSM of the "other" scalars) or null for all n. Their grids are
+// sized for n, capped when a count is given, and stride over the scalars.
+__device__ __forceinline__ u32 live_count(u32 n, const u32* count) {
+    return count ? min(*count, n) : n;
+}
+
+extern "C" __global__ void msm_scalars_canonical(const fr_t* scalars, u32* out, u32 n,
+                                                 const u32* count) {
+    const u32 live = live_count(n, count);
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < live; i += gridDim.x * blockDim.x) {
+        fr_t s = scalars[i].from_mont();
 #pragma unroll
-    for (int j = 0; j < 8; j++) out[(u64)i * 8 + j] = s.v[j];
+        for (int j = 0; j < 8; j++) out[(u64)i * 8 + j] = s.v[j];
+    }
 }
 
 // Window w's digits go to bucket set w % sets and read their point from row w / sets of
 // the bases, `stride` points apart: sets = nwin and stride 0 is the plain MSM (one set per
 // window, every window reading bases[i]); sets < nwin is an MSM over a window table
 // (table.cu), whose row k holds 2^(c·sets·k) times each base.
-extern "C" __global__ void msm_histogram(const u32* canon, u32 n, u32 c, u32 nwin, u32 sets,
-                                         u32* counts) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const u32* s = canon + (u64)i * 8;
+extern "C" __global__ void msm_histogram(const u32* canon, u32 n, const u32* count, u32 c,
+                                         u32 nwin, u32 sets, u32* counts) {
+    const u32 live = live_count(n, count);
     const u32 nb = 1u << (c - 1);
-    u32 carry = 0, neg = 0;
-    for (u32 w = 0; w < nwin; w++) {
-        u32 d = signed_digit(s, w, c, carry, neg);
-        if (d) atomicAdd(&counts[(w % sets) * nb + d - 1], 1u);
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < live; i += gridDim.x * blockDim.x) {
+        const u32* s = canon + (u64)i * 8;
+        u32 carry = 0, neg = 0;
+        for (u32 w = 0; w < nwin; w++) {
+            u32 d = signed_digit(s, w, c, carry, neg);
+            if (d) atomicAdd(&counts[(w % sets) * nb + d - 1], 1u);
+        }
     }
 }
 
-extern "C" __global__ void msm_scatter(const u32* canon, u32 n, u32 c, u32 nwin, u32 sets,
-                                       u32 stride, u32* cursor, u32* sorted) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const u32* s = canon + (u64)i * 8;
+extern "C" __global__ void msm_scatter(const u32* canon, u32 n, const u32* count, u32 c,
+                                       u32 nwin, u32 sets, u32 stride, u32* cursor,
+                                       u32* sorted) {
+    const u32 live = live_count(n, count);
     const u32 nb = 1u << (c - 1);
-    u32 carry = 0, neg = 0;
-    for (u32 w = 0; w < nwin; w++) {
-        u32 d = signed_digit(s, w, c, carry, neg);
-        if (d) {
-            u32 pos = atomicAdd(&cursor[(w % sets) * nb + d - 1], 1u);
-            sorted[pos] = ((w / sets) * stride + i) | (neg << 31);
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < live; i += gridDim.x * blockDim.x) {
+        const u32* s = canon + (u64)i * 8;
+        u32 carry = 0, neg = 0;
+        for (u32 w = 0; w < nwin; w++) {
+            u32 d = signed_digit(s, w, c, carry, neg);
+            if (d) {
+                u32 pos = atomicAdd(&cursor[(w % sets) * nb + d - 1], 1u);
+                sorted[pos] = ((w / sets) * stride + i) | (neg << 31);
+            }
         }
     }
 }
@@ -156,13 +168,22 @@ __device__ __forceinline__ void flush_run(xyzz_t<F>& acc, u32 b, u32 bs, u32 be,
     acc = xyzz_t<F>::inf();
 }
 
+// Entries per accumulation thread for T sorted entries: T spread over `threads` threads,
+// at least `min_k` each. Computed on the device from the sort's total, so an MSM whose
+// point count is known only on the device (the classified others) still keeps `threads`
+// busy; the grid covers `threads` (>= ceil(T / K)), and the threads past the entries exit.
+__device__ __forceinline__ u32 acc_k(u32 T, u32 threads, u32 min_k) {
+    return max((u32)(((u64)T + threads - 1) / threads), min_k);
+}
+
 template <class F>
 __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* base_idx,
-                                           const u32* sorted, const u32* starts, u32 m, u32 K,
-                                           xyzz_t<F>* buckets, xyzz_t<F>* first,
-                                           xyzz_t<F>* last) {
+                                           const u32* sorted, const u32* starts, u32 m,
+                                           u32 threads, u32 min_k, xyzz_t<F>* buckets,
+                                           xyzz_t<F>* first, xyzz_t<F>* last) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 T = starts[m];
+    const u32 K = acc_k(T, threads, min_k);
     const u64 rb64 = (u64)t * K;
     if (rb64 >= T) return;
     const u32 rb = (u32)rb64, re = (u32)min((u64)T, rb64 + K);
@@ -227,10 +248,12 @@ __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* 
 // boundaries is last[t0] + first[t0 + 1] + ... + first[t1] (t0, t1: the ranges holding its
 // first and last entry); one inside a single range was written by the accumulation.
 template <class F>
-__device__ __forceinline__ void fixup(const u32* starts, u32 m, u32 K, const xyzz_t<F>* first,
-                                      const xyzz_t<F>* last, xyzz_t<F>* buckets) {
+__device__ __forceinline__ void fixup(const u32* starts, u32 m, u32 threads, u32 min_k,
+                                      const xyzz_t<F>* first, const xyzz_t<F>* last,
+                                      xyzz_t<F>* buckets) {
     const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= m) return;
+    const u32 K = acc_k(starts[m], threads, min_k);
     const u32 s = starts[b], e = starts[b + 1];
     if (s == e) {
         buckets[b] = xyzz_t<F>::inf();
@@ -289,23 +312,25 @@ __device__ __forceinline__ void to_jacobian(const xyzz_t<F>* in, jacobian_t<F>* 
 #endif
 extern "C" __global__ void __launch_bounds__(128, ACC_G1_MIN_BLOCKS) msm_accumulate_g1(const g1_affine_t* bases, const u32* base_idx,
                                              const u32* sorted, const u32* starts, u32 m,
-                                             u32 K, g1_xyzz_t* buckets, g1_xyzz_t* first,
-                                             g1_xyzz_t* last) {
-    accumulate<fp_t>(bases, base_idx, sorted, starts, m, K, buckets, first, last);
+                                             u32 threads, u32 min_k, g1_xyzz_t* buckets,
+                                             g1_xyzz_t* first, g1_xyzz_t* last) {
+    accumulate<fp_t>(bases, base_idx, sorted, starts, m, threads, min_k, buckets, first, last);
 }
 extern "C" __global__ void msm_accumulate_g2(const g2_affine_t* bases, const u32* base_idx,
                                              const u32* sorted, const u32* starts, u32 m,
-                                             u32 K, g2_xyzz_t* buckets, g2_xyzz_t* first,
-                                             g2_xyzz_t* last) {
-    accumulate<fp2_t>(bases, base_idx, sorted, starts, m, K, buckets, first, last);
+                                             u32 threads, u32 min_k, g2_xyzz_t* buckets,
+                                             g2_xyzz_t* first, g2_xyzz_t* last) {
+    accumulate<fp2_t>(bases, base_idx, sorted, starts, m, threads, min_k, buckets, first, last);
 }
-extern "C" __global__ void msm_fixup_g1(const u32* starts, u32 m, u32 K, const g1_xyzz_t* first,
-                                        const g1_xyzz_t* last, g1_xyzz_t* buckets) {
-    fixup<fp_t>(starts, m, K, first, last, buckets);
+extern "C" __global__ void msm_fixup_g1(const u32* starts, u32 m, u32 threads, u32 min_k,
+                                        const g1_xyzz_t* first, const g1_xyzz_t* last,
+                                        g1_xyzz_t* buckets) {
+    fixup<fp_t>(starts, m, threads, min_k, first, last, buckets);
 }
-extern "C" __global__ void msm_fixup_g2(const u32* starts, u32 m, u32 K, const g2_xyzz_t* first,
-                                        const g2_xyzz_t* last, g2_xyzz_t* buckets) {
-    fixup<fp2_t>(starts, m, K, first, last, buckets);
+extern "C" __global__ void msm_fixup_g2(const u32* starts, u32 m, u32 threads, u32 min_k,
+                                        const g2_xyzz_t* first, const g2_xyzz_t* last,
+                                        g2_xyzz_t* buckets) {
+    fixup<fp2_t>(starts, m, threads, min_k, first, last, buckets);
 }
 extern "C" __global__ void msm_segments_g1(const g1_xyzz_t* buckets, u32 nb, u32 nwin, u32 seg,
                                            g1_xyzz_t* partial) {

@@ -1,6 +1,7 @@
 //! Device kernels against the CPU (blstrs and a reference NTT) on fresh random inputs with
-//! edge cases; see `cuzk_gpu::diag::check`. Without a CUDA device each test prints
-//! `skipped: no CUDA device` and passes.
+//! edge cases (see `cuzk_gpu::diag::check`), the GPU backend's own tests, and cuzk-groth16's
+//! shared prove tests (`backend_test!` bodies) on the CPU and the GPU backends. Without a
+//! CUDA device each GPU test prints `skipped: no CUDA device` and passes.
 
 use std::sync::Arc;
 
@@ -330,3 +331,47 @@ fn assignment_of_another_circuit_is_a_mismatch() {
         .expect_err("2^11 witness against 2^10 parameters");
     assert!(matches!(err, BackendError::Mismatch { .. }), "{err:?}");
 }
+
+// ---- cuzk-groth16's shared prove tests on every backend present (issue #19). ----
+
+/// One GPU backend for the shared prove tests (they run at once on its two slots), or
+/// `None` without a device.
+fn shared_gpu() -> Option<&'static GpuBackend> {
+    static GPU: std::sync::OnceLock<Option<GpuBackend>> = std::sync::OnceLock::new();
+    GPU.get_or_init(|| match cuzk_gpu::device_count() {
+        Ok(n) if n > 0 => Some(GpuBackend::new(
+            Device::open(0).expect("a device is present but does not open"),
+        )),
+        _ => None,
+    })
+    .as_ref()
+}
+
+/// Runs one body on the CPU backend and, with a CUDA device, on the GPU backend:
+/// `backend_test!(name, |b: &dyn Backend| …)`, as cuzk-groth16's own macro does for the CPU.
+macro_rules! backend_test {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[test]
+            fn cpu() {
+                let backend = cuzk_groth16::CpuBackend::new();
+                ($body)(&backend as &dyn cuzk_groth16::Backend);
+            }
+            #[test]
+            fn gpu() {
+                let Some(backend) = crate::shared_gpu() else {
+                    println!("skipped: no CUDA device");
+                    return;
+                };
+                ($body)(backend as &dyn cuzk_groth16::Backend);
+            }
+        }
+    };
+}
+
+#[path = "../../cuzk-groth16/tests/groth16/common.rs"]
+mod common;
+#[path = "../../cuzk-groth16/tests/groth16/prove_backends.rs"]
+mod prove_backends;

@@ -3,26 +3,29 @@
 //! the worker's pinned staging, batch by batch) and the upload into the worker's own device
 //! slot (each batch copied on the copy stream while the next is written) run first,
 //! outside the device's fair [`ComputeToken`]; the token is held
-//! only from the first kernel to the last result download: seven NTTs and the quotient
+//! only from the first kernel to the one result download: seven NTTs and the quotient
 //! kernel for H, then the five query sums (classification, batch addition of the ones,
-//! Pippenger over the others; B in G2 too). With a resident SRS the four witness sums (L,
-//! A, B in G1 and G2) run on a second stream of the device beside the quotient and the H
-//! sum, so that their short, latency-bound phases fill the others' kernels
-//! ([`GpuBackendConfig::concurrent_sums`]). With two workers per device one worker's
+//! Pippenger over the others; B in G2 too), all enqueued into the regions of one
+//! [`plan::ProvePlan`] without waiting, the counts of the classification staying on the
+//! device. With a resident SRS the four witness sums (L, A, B in G1 and G2) run on a second
+//! stream of the device beside the quotient and the H sum, so that their short,
+//! latency-bound phases fill the others' kernels ([`GpuBackendConfig::concurrent_sums`]). With two workers per device one worker's
 //! preparation and upload overlap the other's kernels. The staging goes up as a, b, c, then
 //! the witness vectors: when the token is free once a is on its way (a lone prove), it is
 //! taken at once, and the rest is filled and uploaded while the quotient and the H sum run,
 //! each kernel waiting only for the part it reads.
 //!
-//! Device memory is made once and reused: per-worker slots ([`crate::backend::slots`]), one shared
-//! scratch with the NTT tables (used only under the token), and the resident SRSs
+//! Device memory is made once and reused: per-worker slots ([`crate::backend::slots`]), one
+//! shared arena laid out by the prove plan (used only under the token), and the resident SRSs
 //! ([`crate::backend::residency`]); each is re-made, logged, only when a larger shape arrives. An
 //! SRS that does not fit the VRAM budget is streamed from host memory through pinned
-//! staging instead ([`crate::backend::sums::sum_streamed`]).
+//! staging instead ([`crate::backend::sums::enqueue_streamed`]).
 
+pub mod plan;
 mod prepare;
 mod prove;
 pub mod residency;
+mod run;
 pub mod slots;
 pub mod sums;
 
@@ -34,17 +37,15 @@ use cuzk_groth16::{
 };
 use parking_lot::Mutex;
 
+use crate::backend::plan::{Placement, ProvePlan};
 use crate::backend::prepare::{shape_of_srs, validate};
 use crate::backend::residency::{fingerprint, resident_size, Admit, ResidentSet, ResidentSrs};
 use crate::backend::slots::{SlotPool, SlotShape};
-use crate::backend::sums::sum_scratch_bytes;
-use crate::device::arena::{VramArena, ALIGN};
-use crate::device::layout::G2_AFFINE_BYTES;
+use crate::device::arena::VramArena;
 use crate::device::pinned::{PinnedBuf, PinnedPool};
 use crate::device::Device;
 use crate::error::{GpuError, Result};
-use crate::ops::msm::{build_table_g1, scratch_bytes, Group, WindowTable};
-use crate::ops::ntt::NttPlan;
+use crate::ops::msm::{build_table_g1, WindowTable};
 use crate::tuning::tuning;
 
 /// Where the SRS bases live during a compute.
@@ -114,13 +115,16 @@ pub struct GpuBackend {
     lane: std::sync::OnceLock<Arc<Device>>,
     /// The device's memory in bytes (0 if the query failed), read on first use.
     device_bytes: std::sync::OnceLock<u64>,
+    /// Per slot shape, the others' counts of its last prove (L, A, B in G1, B in G2): the
+    /// next plan's window widths for their MSMs (`plan.rs`).
+    others_seen: Mutex<Vec<(SlotShape, [usize; 4])>>,
 }
 
-/// The scratch and NTT tables all workers share under the token, and the pinned staging
-/// of streamed chunks.
+/// The arena of the prove plans (NTT tables, scratch, results) all workers share under the
+/// token, and the pinned staging of streamed chunks.
 struct Shared {
     arena: VramArena,
-    stream_pins: Option<[PinnedBuf; 2]>,
+    stream_pins: [Option<PinnedBuf>; 2],
 }
 
 /// Margin left free on the device by the default VRAM budget.
@@ -147,17 +151,48 @@ impl GpuBackend {
             fault: Mutex::new(None),
             lane: std::sync::OnceLock::new(),
             device_bytes: std::sync::OnceLock::new(),
+            others_seen: Mutex::new(Vec::new()),
         }
     }
 
+    /// The device's memory in bytes (0 if the query failed).
+    fn device_bytes(&self) -> u64 {
+        *self
+            .device_bytes
+            .get_or_init(|| self.dev.mem_info().map_or(0, |(_, total)| total))
+    }
+
+    /// Most bytes the others' packed bases may take in a prove's scratch: 1/16 of the
+    /// device (2^26 G1 points on an H200); a longer query's others are read through their
+    /// indices instead, the memory being worth more as window-table rows.
+    fn packed_max(&self) -> usize {
+        usize::try_from(self.device_bytes() / 16).unwrap_or(usize::MAX)
+    }
+
+    /// The others' counts of the last prove of `shape`.
+    fn hints(&self, shape: &SlotShape) -> Option<[usize; 4]> {
+        let seen = self.others_seen.lock();
+        seen.iter().find(|(s, _)| s == shape).map(|&(_, h)| h)
+    }
+
+    /// Keeps `others` as the counts of the last prove of `shape` (a few shapes at most).
+    fn remember(&self, shape: &SlotShape, others: [usize; 4]) {
+        let mut seen = self.others_seen.lock();
+        seen.retain(|(s, _)| s != shape);
+        if seen.len() >= 16 {
+            seen.remove(0);
+        }
+        seen.push((*shape, others));
+    }
+
     /// Whether resident proves of `shape` run the witness sums on a second stream
-    /// ([`GpuBackendConfig::concurrent_sums`]).
-    fn lanes(&self, shape: &SlotShape) -> bool {
+    /// ([`GpuBackendConfig::concurrent_sums`]): by default while the H sum's own scratch is
+    /// at most 1/32 of the device.
+    fn lanes(&self, shape: &SlotShape, n_h: usize, table: Option<WindowTable>) -> bool {
         self.cfg.concurrent_sums.unwrap_or_else(|| {
-            let total = *self
-                .device_bytes
-                .get_or_init(|| self.dev.mem_info().map_or(0, |(_, total)| total));
-            h_scratch_bytes(shape) as u64 <= total / 32
+            let lanes = Placement::Resident { lanes: true, table };
+            let plan = ProvePlan::new(shape, n_h, lanes, self.hints(shape), self.packed_max());
+            plan.scratch[0].1 as u64 <= self.device_bytes() / 32
         })
     }
 
@@ -258,7 +293,18 @@ impl GpuBackend {
                     Some(b) => b,
                     None => {
                         let (free, _) = self.dev.mem_info()?;
-                        let need = shared_need(shape, true, 0, self.lanes(shape));
+                        let placement = Placement::Resident {
+                            lanes: self.lanes(shape, srs.h.len(), None),
+                            table: None,
+                        };
+                        let need = ProvePlan::new(
+                            shape,
+                            srs.h.len(),
+                            placement,
+                            self.hints(shape),
+                            self.packed_max(),
+                        )
+                        .total;
                         let grow = (need as u64).saturating_sub(
                             self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed),
                         );
@@ -386,61 +432,5 @@ impl Backend for GpuBackend {
 
     fn evict_srs(&self, srs: &Srs) -> u64 {
         self.srs.evict_idle_one(&self.dev, &fingerprint(srs))
-    }
-}
-
-/// Bytes of the shared arena: NTT tables plus the sums' scratch (resident; with `lanes`,
-/// the H sum's and the witness sums' apart) or the two chunk buffers and one chunk's
-/// scratch (streamed).
-fn shared_need(shape: &SlotShape, resident: bool, chunk: usize, lanes: bool) -> usize {
-    let sums = if resident && lanes {
-        h_scratch_bytes(shape) + ALIGN + sum_scratch_bytes(shape.n_l.max(shape.n_a).max(shape.n_b))
-    } else if resident {
-        sum_scratch_bytes(shape.max_query())
-    } else {
-        2 * chunk * G2_AFFINE_BYTES + sum_scratch_bytes(chunk) + 2 * ALIGN
-    };
-    NttPlan::table_bytes(shape.lg) + sums + (8 << 20)
-}
-
-/// Scratch of the H sum alone (2^lg − 1 points in bellperson's parameters): its plain
-/// MSM, which holds the MSM over a window table of the same points too (a unit test in
-/// `msm/table.rs`).
-fn h_scratch_bytes(shape: &SlotShape) -> usize {
-    let n = 1usize << shape.lg;
-    scratch_bytes(Group::G1, n - 1).max(scratch_bytes(Group::G1, n))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shape(lg: u32) -> SlotShape {
-        let n = 1usize << lg;
-        SlotShape {
-            lg,
-            n_l: n,
-            n_a: n,
-            n_b: n / 4,
-        }
-    }
-
-    #[test]
-    fn concurrent_sums_by_default_up_to_2_25_on_an_h200() {
-        // The H sum's own scratch: 2.9 GB at 2^24, 4.4 GB at 2^25, 7.2 GB at 2^26.
-        let h200 = 143_771u64 << 20;
-        assert!(h_scratch_bytes(&shape(25)) as u64 <= h200 / 32);
-        assert!(h_scratch_bytes(&shape(26)) as u64 > h200 / 32);
-        // Beside the witness sums the H sum has scratch of its own: the arena grows by
-        // about that much, no more.
-        for lg in [10u32, 16, 20, 24] {
-            let s = shape(lg);
-            let one = shared_need(&s, true, 0, false);
-            let two = shared_need(&s, true, 0, true);
-            assert!(
-                two > one && two <= one + h_scratch_bytes(&s) + ALIGN,
-                "2^{lg}"
-            );
-        }
     }
 }

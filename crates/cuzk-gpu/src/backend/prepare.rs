@@ -217,34 +217,34 @@ pub(crate) fn pieces_within<'p, 'a>(
     &pieces[cut(range.start)..cut(range.end)]
 }
 
-/// Fills the bytes `range` of `staging` (a byte range of the slot layout) from `pieces` (in
-/// staging order, disjoint, inside `range`) in batches of about `batch` bytes, each filled
-/// in parallel and then handed to `upload(bytes, offset)`, which enqueues its copy and
-/// returns; the next batch is filled while that copy runs. Every byte of `range` is handed
-/// over exactly once, the gaps between the vectors included.
+/// Fills `part`, the bytes `range` of the slot layout, from `pieces` (in staging order,
+/// disjoint, inside `range`) in batches of about `batch` bytes, each filled in parallel and
+/// then handed to `upload(bytes, offset)`, which enqueues its copy and returns; the next
+/// batch is filled while that copy runs. Every byte of `range` is handed over exactly once,
+/// the gaps between the vectors included, each batch borrowed for as long as `part` is (an
+/// upload scope keeps it until its copy is done).
 ///
 /// # Errors
-/// [`GpuError::Input`] if the pieces do not fit `range` or the staging; `upload`'s errors
-/// (the batches handed over before it failed may still be in flight: the caller waits for
-/// the copy stream before the staging is reused).
-pub(crate) fn fill_batched(
-    staging: &mut [u8],
+/// [`GpuError::Input`] if the pieces do not fit `range` or `part`; `upload`'s errors
+/// (the batches handed over before it failed may still be in flight).
+pub(crate) fn fill_batched<'s>(
+    part: &'s mut [u8],
     range: std::ops::Range<usize>,
     pieces: &[Piece<'_>],
     batch: usize,
-    mut upload: impl FnMut(&[u8], usize) -> Result<()>,
+    mut upload: impl FnMut(&'s [u8], usize) -> Result<()>,
 ) -> Result<()> {
     use rayon::prelude::*;
     let total = range.end;
-    if total > staging.len()
-        || range.start > total
+    if range.start > total
+        || range.len() > part.len()
         || pieces.iter().any(|p| p.at < range.start || p.end() > total)
     {
         return Err(GpuError::Input(
             "slot staging smaller than its layout".into(),
         ));
     }
-    let mut rest = &mut staging[range.clone()];
+    let mut rest = &mut part[..range.len()];
     let (mut done, mut i) = (range.start, 0usize);
     while done < total {
         // The pieces of this batch: up to the first that ends `batch` bytes past `done`.
@@ -258,23 +258,26 @@ pub(crate) fn fill_batched(
             end = total;
         }
         let (mine, tail) = std::mem::take(&mut rest).split_at_mut(end - done);
-        let mut outs = Vec::with_capacity(j - i);
-        let mut free = &mut mine[..];
-        let mut at = done;
-        for p in &pieces[i..j] {
-            if p.at < at {
-                return Err(GpuError::Input("staging pieces overlap".into()));
+        {
+            let mut outs = Vec::with_capacity(j - i);
+            let mut free = &mut mine[..];
+            let mut at = done;
+            for p in &pieces[i..j] {
+                if p.at < at {
+                    return Err(GpuError::Input("staging pieces overlap".into()));
+                }
+                let (_, t) = std::mem::take(&mut free).split_at_mut(p.at - at);
+                let (out, t) = t.split_at_mut(p.len);
+                outs.push(out);
+                free = t;
+                at = p.end();
             }
-            let (_, t) = std::mem::take(&mut free).split_at_mut(p.at - at);
-            let (out, t) = t.split_at_mut(p.len);
-            outs.push(out);
-            free = t;
-            at = p.end();
+            pieces[i..j]
+                .par_iter()
+                .zip(outs)
+                .for_each(|(p, out)| p.fill(out));
         }
-        pieces[i..j]
-            .par_iter()
-            .zip(outs)
-            .for_each(|(p, out)| p.fill(out));
+        let mine: &'s [u8] = mine;
         upload(mine, done)?;
         rest = tail;
         done = end;
@@ -403,7 +406,8 @@ mod tests {
             let mut next = 0;
             for range in [0..abc_end, abc_end..total] {
                 let part = pieces_within(&pieces, &range);
-                fill_batched(&mut buf, range, part, batch, |b, off| {
+                let bytes = &mut buf[range.clone()];
+                fill_batched(bytes, range, part, batch, |b, off| {
                     assert_eq!(off, next, "batches in order, no gap");
                     next = off + b.len();
                     Ok(())

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use crate::device::arena::{DevRegion, VramArena, ALIGN};
 use crate::device::layout::{as_bytes, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
 use crate::device::pinned::PinnedPool;
+use crate::device::upload::PinnedUpload;
 use crate::device::Device;
 use crate::error::{GpuError, Result};
 use crate::ops::msm::WindowTable;
@@ -407,28 +408,24 @@ pub fn staged_upload(
         return Ok(());
     }
     let chunk = STAGE_BYTES.min(src.len());
-    let mut bufs = [pinned.take(chunk)?, pinned.take(chunk)?];
-    let done = [dev.timing_event()?, dev.timing_event()?];
-    let mut pending = [false, false];
+    let mut free = [Some(pinned.take(chunk)?), Some(pinned.take(chunk)?)];
+    let mut flight: [Option<PinnedUpload>; 2] = [None, None];
     for (j, part) in src.chunks(chunk).enumerate() {
         let k = j % 2;
-        if pending[k] {
-            // The copy that last read this buffer must be finished before refilling it.
-            dev.wait_event(&done[k])?;
+        // The copy that last read this buffer must be finished before refilling it (an
+        // error return drops the tickets, which wait).
+        if let Some(up) = flight[k].take() {
+            free[k] = Some(up.wait()?);
         }
-        let buf = bufs[k].as_mut_slice()?;
-        copy_parallel(&mut buf[..part.len()], part);
+        let mut buf = free[k]
+            .take()
+            .ok_or_else(|| GpuError::Internal("srs staging buffer missing".into()))?;
+        copy_parallel(&mut buf.as_mut_slice()?[..part.len()], part);
         let d = dst.slice(j * chunk, part.len())?;
-        // SAFETY: bufs[k] stays alive and unwritten until done[k] is waited on (before its
-        // next refill, and at the end of this function); d is this upload's own region.
-        unsafe { dev.upload_on_copy(&d, &buf[..part.len()])? };
-        dev.record_on_copy(&done[k])?;
-        pending[k] = true;
+        flight[k] = Some(dev.upload_pinned(&d, buf, part.len())?);
     }
-    for (k, p) in pending.iter().enumerate() {
-        if *p {
-            dev.wait_event(&done[k])?;
-        }
+    for up in flight.into_iter().flatten() {
+        up.wait()?;
     }
     Ok(())
 }

@@ -1,180 +1,182 @@
-//! The query sums of the GPU backend, Σ s_i·P_i, with the bases either resident on the
-//! device ([`sum_resident`]) or streamed from host memory in chunks ([`sum_streamed`]).
-//! With `split` the scalars are first classified on the device into 0 / 1 / other; the ones
-//! are batch-added and only the others go through Pippenger (the L, A and B queries, whose
-//! scalars are mostly bits); without it the whole vector is one MSM (H). Streaming does the
-//! same per chunk and adds the chunk sums, so both paths give the same point.
+//! The query sums of a prove, Σ s_i·P_i, enqueued into the regions a [`ProvePlan`] gives
+//! and never waited for: the bases resident on the device ([`enqueue_chunk`]) or streamed
+//! from host memory in chunks ([`enqueue_streamed`]). A split sum (L, A, B: scalars mostly
+//! bits) is classified on the device into 0 / 1 / other, the counts staying on the device
+//! in the plan's results; the ones are batch-added and the others go through Pippenger,
+//! both kernels bounding their work by those counts. H is one MSM. Each chunk leaves its
+//! window sums (and for a split sum the ones' sum and the counts) in the results region,
+//! which the prove downloads once at its end.
+//!
+//! [`ProvePlan`]: crate::backend::plan::ProvePlan
 
-use std::sync::Arc;
+use cudarc::driver::CudaEvent;
 
+use crate::backend::plan::{ChunkOut, SumPlan};
 use crate::backend::residency::copy_parallel;
 use crate::device::arena::{DevRegion, Scratch};
-use crate::device::layout::{FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
+use crate::device::layout::FR_BYTES;
 use crate::device::pinned::PinnedBuf;
+use crate::device::upload::PinnedUpload;
 use crate::device::Device;
-use crate::error::{GpuError, Result};
-use crate::ops::classify::{batch_add_g1, batch_add_g2, classify, gather_enqueue, Classified};
-use crate::ops::msm::{msm_g1, msm_g2, scratch_bytes, scratch_bytes_any, Group};
+use crate::error::{drv, GpuError, Result};
+use crate::ops::classify::{batch_add_enqueue, classify, gather_enqueue};
+use crate::ops::msm::{msm_enqueue_into, Group, MsmInput, Shape};
 
-type BatchAddFn<P> =
-    fn(&Device, &Scratch<'_>, &DevRegion<'_>, Option<&DevRegion<'_>>, usize) -> Result<P>;
-type MsmFn<P> = fn(
-    &Device,
-    &Scratch<'_>,
-    &DevRegion<'_>,
-    Option<&DevRegion<'_>>,
-    &DevRegion<'_>,
-    usize,
-) -> Result<P>;
-
-/// The kernels of one group.
-pub struct GroupOps<P> {
-    pub(crate) batch_add: BatchAddFn<P>,
-    pub(crate) msm: MsmFn<P>,
-    /// Bytes of one affine base.
-    pub point_bytes: usize,
-    /// The group.
-    pub group: Group,
+/// The device regions of one chunk's results (see [`ChunkOut`]).
+pub struct OutRegions<'a> {
+    /// Window sums of the MSM.
+    pub windows: DevRegion<'a>,
+    /// The batch addition of the ones (split sums).
+    pub ones: DevRegion<'a>,
+    /// The two classification counts (split sums).
+    pub counts: DevRegion<'a>,
 }
 
-/// G1's batch addition and MSM.
-pub const G1_OPS: GroupOps<blstrs::G1Projective> = GroupOps {
-    batch_add: batch_add_g1,
-    msm: msm_g1,
-    point_bytes: G1_AFFINE_BYTES,
-    group: Group::G1,
-};
-
-/// G2's batch addition and MSM.
-pub const G2_OPS: GroupOps<blstrs::G2Projective> = GroupOps {
-    batch_add: batch_add_g2,
-    msm: msm_g2,
-    point_bytes: G2_AFFINE_BYTES,
-    group: Group::G2,
-};
-
-/// Scratch bytes one sum of n points needs (classification plus a G2-sized MSM).
-pub fn sum_scratch_bytes(n: usize) -> usize {
-    let n = n.max(1);
-    // classify: 2 index vectors (4 B), other scalars (32 B), block counts; then the MSM's
-    // own buffers and the batch addition's partials. The others' packed bases fit in what
-    // an MSM of n_others < n points leaves free while n_others is below about n / 3.
-    n * (4 + 4 + FR_BYTES)
-        + scratch_bytes_any(n)
-        + 2 * n.div_ceil(32) * Group::G2.xyzz_bytes()
-        + (16 << 20)
+impl<'a> OutRegions<'a> {
+    /// Chunk `o`'s regions inside the results region `results`.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if they do not fit.
+    pub fn of(results: &DevRegion<'a>, o: ChunkOut) -> Result<OutRegions<'a>> {
+        Ok(OutRegions {
+            windows: results.slice(o.windows.0, o.windows.1)?,
+            ones: results.slice(o.ones.0, o.ones.1)?,
+            counts: results.slice(o.counts.0, o.counts.1)?,
+        })
+    }
 }
 
-/// Σ s_i·P_i for the n bases and scalars on the device.
+/// Enqueues one chunk of `sum`: the `len` bases at `bases` against the scalars at
+/// `scalars`, in `scratch`, its results into `out`.
 ///
 /// # Errors
-/// Arena (scratch too small) or driver errors.
-pub fn sum_resident<P: group::Group>(
+/// Arena (a scratch smaller than the plan's), input or driver errors.
+pub fn enqueue_chunk(
     dev: &Device,
     scratch: &DevRegion<'_>,
-    ops: &GroupOps<P>,
+    sum: &SumPlan,
     bases: &DevRegion<'_>,
     scalars: &DevRegion<'_>,
-    n: usize,
-    split: bool,
-) -> Result<P> {
-    if n == 0 {
-        return Ok(P::identity());
-    }
+    len: usize,
+    out: &OutRegions<'_>,
+) -> Result<()> {
     let scratch = Scratch::within(scratch);
-    if !split {
-        return (ops.msm)(dev, &scratch, bases, None, scalars, n);
+    if !sum.split {
+        let input = MsmInput {
+            bases,
+            base_idx: None,
+            scalars,
+            n: len,
+            count: None,
+        };
+        return msm_enqueue_into(dev, &scratch, sum.group, &sum.shape(), &input, &out.windows);
     }
-    let mut prof = crate::device::PhaseTimer::start(dev, || format!("split n={n}"))?;
-    let cls = classify(dev, &scratch, scalars, n)?;
-    if let Some(p) = prof.as_mut() {
-        p.mark("classify")?;
-    }
-    let ones = (ops.batch_add)(dev, &scratch, bases, Some(&cls.one_idx), cls.n_ones)?;
-    if let Some(p) = prof.as_mut() {
-        p.mark("batch_add")?;
-    }
-    let others = msm_others(
-        dev,
-        &scratch,
-        ops,
-        bases,
-        &cls,
-        packed_fits(&scratch, ops, &cls),
-    )?;
-    if let Some(mut p) = prof {
-        p.mark("msm_others")?;
-        tracing::info!(n, ones = cls.n_ones, others = cls.n_others, "split sum");
-        p.report()?;
-    }
-    Ok(ones + others)
+    let split = Split {
+        group: sum.group,
+        c: sum.c,
+        packed: sum.packed,
+    };
+    split.enqueue(dev, &scratch, bases, scalars, len, out)
 }
 
-/// Whether the others' bases and their MSM's buffers fit in what is left of `scratch`.
-pub(crate) fn packed_fits<P>(
-    scratch: &Scratch<'_>,
-    ops: &GroupOps<P>,
-    cls: &Classified<'_>,
-) -> bool {
-    let need = cls.n_others * ops.point_bytes
-        + scratch_bytes(ops.group, cls.n_others)
-        + 2 * crate::device::arena::ALIGN;
-    need <= scratch.free()
+/// A split sum's parameters: group, the others' window width, packed or indexed others.
+pub struct Split {
+    /// The group.
+    pub group: Group,
+    /// The others' window width.
+    pub c: u32,
+    /// Whether the others' bases are packed densely first (the MSM then gathers from
+    /// n_others points instead of from the whole query through the index list, ~6x faster
+    /// per addition at 2^22).
+    pub packed: bool,
 }
 
-/// The MSM of the classified others: over their bases packed into a dense array first
-/// (`packed`; the MSM then gathers from n_others points instead of from the whole query
-/// through the index list, ~6x faster per addition at 2^22) or through the index list.
-///
-/// # Errors
-/// Arena or driver errors.
-pub(crate) fn msm_others<P>(
-    dev: &Device,
-    scratch: &Scratch<'_>,
-    ops: &GroupOps<P>,
-    bases: &DevRegion<'_>,
-    cls: &Classified<'_>,
-    packed: bool,
-) -> Result<P> {
-    let (sc, n) = (&cls.other_scalars, cls.n_others);
-    if packed {
-        let dense = gather_enqueue(dev, scratch, ops.group, bases, &cls.other_idx, n)?;
-        (ops.msm)(dev, scratch, &dense, None, sc, n)
-    } else {
-        (ops.msm)(dev, scratch, bases, Some(&cls.other_idx), sc, n)
+impl Split {
+    /// Enqueues classification, the ones' batch addition and the others' MSM over the n
+    /// bases and scalars, in the order and sizes the plan measured (`plan.rs`).
+    ///
+    /// # Errors
+    /// Arena, input or driver errors.
+    pub fn enqueue(
+        &self,
+        dev: &Device,
+        scratch: &Scratch<'_>,
+        bases: &DevRegion<'_>,
+        scalars: &DevRegion<'_>,
+        n: usize,
+        out: &OutRegions<'_>,
+    ) -> Result<()> {
+        let g = self.group;
+        let cls = classify(dev, scratch, scalars, n, &out.counts)?;
+        let (ones, others) = (cls.ones()?, cls.others()?);
+        let one_idx = cls.one_idx;
+        batch_add_enqueue(
+            dev,
+            scratch,
+            g,
+            bases,
+            Some(&one_idx),
+            n,
+            Some(&ones),
+            &out.ones,
+        )?;
+        if n == 0 {
+            // No others: every window sum is the point at infinity (Z = 0).
+            return dev.memset_zero(&out.windows);
+        }
+        let dense;
+        let (bases, base_idx) = if self.packed {
+            dense = scratch.alloc(n.max(1) * g.affine_bytes())?;
+            gather_enqueue(dev, g, bases, &cls.other_idx, n, Some(&others), &dense)?;
+            (&dense, None)
+        } else {
+            (bases, Some(&cls.other_idx))
+        };
+        let input = MsmInput {
+            bases,
+            base_idx,
+            scalars: &cls.other_scalars,
+            n,
+            count: Some(&others),
+        };
+        msm_enqueue_into(dev, scratch, g, &Shape::plain(self.c), &input, &out.windows)
     }
 }
 
 /// What streaming needs: two device chunk buffers, two pinned staging buffers of the same
-/// size, and the scratch for one chunk's sum.
+/// size (taken while a sum runs, put back after), the events that say when the sum of the
+/// chunk last in a device buffer has read it, and the scratch for one chunk's sum.
 pub struct StreamBufs<'a> {
     /// Device buffers chunks land in.
     pub device: [DevRegion<'a>; 2],
     /// Pinned staging the host copies chunks into.
-    pub pinned: &'a mut [PinnedBuf; 2],
+    pub pinned: [Option<PinnedBuf>; 2],
+    /// Recorded on the compute stream after each chunk's sum (`used`: ever recorded).
+    pub consumed: [CudaEvent; 2],
+    /// Whether `consumed[k]` has been recorded.
+    pub used: [bool; 2],
     /// Scratch for one chunk's sum.
     pub scratch: DevRegion<'a>,
-    /// Points per chunk.
-    pub chunk: usize,
 }
 
-/// Σ s_i·P_i with the n bases in host memory (`host`, blst affine points) and the scalars on
-/// the device. Chunk j+1 is uploaded on the copy stream and chunk j+2 copied into pinned
-/// staging on the host while chunk j is summed on the compute stream.
+/// Enqueues `sum` with its bases in host memory (`host`, blst affine points) and the
+/// scalars on the device, its chunks' results into `results` at the plan's offsets. Chunk
+/// j + 1 is uploaded on the copy stream, and chunk j + 2 copied into pinned staging on the
+/// host, while chunk j is summed on the compute stream. The host waits only for uploads (a
+/// pinned buffer is refilled once its copy is done), never for a sum.
 ///
 /// # Errors
-/// [`GpuError::Input`] for buffers too small; arena or driver errors.
-pub fn sum_streamed<P: group::Group>(
-    dev: &Arc<Device>,
+/// [`GpuError::Input`] for buffers too small; arena or driver errors. Every upload is done
+/// when this returns, also on errors.
+pub fn enqueue_streamed(
+    dev: &Device,
     sb: &mut StreamBufs<'_>,
-    ops: &GroupOps<P>,
+    sum: &SumPlan,
     host: &[u8],
     scalars: &DevRegion<'_>,
-    n: usize,
-    split: bool,
-) -> Result<P> {
-    let pb = ops.point_bytes;
-    let chunk = sb.chunk;
+    results: &DevRegion<'_>,
+) -> Result<()> {
+    let (pb, chunk, n) = (sum.group.affine_bytes(), sum.chunk, sum.n);
     if host.len() < n * pb || scalars.bytes() < n * FR_BYTES {
         return Err(GpuError::Input(format!(
             "{n} streamed points: {} host bytes, {} scalar bytes",
@@ -182,95 +184,93 @@ pub fn sum_streamed<P: group::Group>(
             scalars.bytes()
         )));
     }
-    if chunk == 0 || sb.device.iter().any(|d| d.bytes() < chunk * pb) {
+    if sb.device.iter().any(|d| d.bytes() < chunk * pb) {
         return Err(GpuError::Input(format!(
             "streaming chunk of {chunk} points does not fit its buffers"
         )));
     }
-    if n == 0 {
-        return Ok(P::identity());
+    if sum.chunks == 0 {
+        return Ok(());
     }
-    let nchunks = n.div_ceil(chunk);
     let part = |j: usize| (j * chunk, ((j + 1) * chunk).min(n));
     let bytes = |j: usize| {
         let (b, e) = part(j);
         &host[b * pb..e * pb]
     };
-    let uploaded = [dev.timing_event()?, dev.timing_event()?];
-    let [p0, p1] = &mut *sb.pinned;
-    let pins: [&mut PinnedBuf; 2] = [p0, p1];
-    let fill = |pin: &mut PinnedBuf, src: &[u8]| -> Result<()> {
-        let dst = pin.as_mut_slice()?;
-        if dst.len() < src.len() {
-            return Err(GpuError::Input(
-                "pinned staging smaller than a chunk".into(),
-            ));
+    let mut pins = [sb.pinned[0].take(), sb.pinned[1].take()];
+    let mut flight: [Option<PinnedUpload>; 2] = [None, None];
+    let r = (|| -> Result<()> {
+        let fill = |pin: &mut Option<PinnedBuf>, src: &[u8]| -> Result<()> {
+            let buf = pin
+                .as_mut()
+                .ok_or_else(|| GpuError::Internal("stream staging missing".into()))?;
+            let dst = buf.as_mut_slice()?;
+            if dst.len() < src.len() {
+                return Err(GpuError::Input(
+                    "pinned staging smaller than a chunk".into(),
+                ));
+            }
+            copy_parallel(&mut dst[..src.len()], src);
+            Ok(())
+        };
+        // Chunk j into device buffer j % 2, after the sum that last read that buffer.
+        let send = |j: usize,
+                    pins: &mut [Option<PinnedBuf>; 2],
+                    flight: &mut [Option<PinnedUpload>; 2],
+                    used: &[bool; 2]|
+         -> Result<()> {
+            let k = j % 2;
+            if used[k] {
+                drv(
+                    dev.ordinal(),
+                    || "copy waits for the chunk's reader".into(),
+                    dev.copy_stream().wait(&sb.consumed[k]),
+                )?;
+            }
+            let buf = pins[k]
+                .take()
+                .ok_or_else(|| GpuError::Internal("stream staging missing".into()))?;
+            flight[k] = Some(dev.upload_pinned(&sb.device[k], buf, bytes(j).len())?);
+            Ok(())
+        };
+        fill(&mut pins[0], bytes(0))?;
+        send(0, &mut pins, &mut flight, &sb.used)?;
+        if sum.chunks > 1 {
+            fill(&mut pins[1], bytes(1))?;
         }
-        copy_parallel(&mut dst[..src.len()], src);
+        for j in 0..sum.chunks {
+            let k = j % 2;
+            if j + 1 < sum.chunks {
+                send(j + 1, &mut pins, &mut flight, &sb.used)?;
+            }
+            let up = flight[k]
+                .as_ref()
+                .ok_or_else(|| GpuError::Internal("chunk upload missing".into()))?;
+            dev.wait_on(up.event())?;
+            let (b, e) = part(j);
+            let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
+            let out = OutRegions::of(results, sum.chunk_out(j))?;
+            enqueue_chunk(dev, &sb.scratch, sum, &sb.device[k], &sc, e - b, &out)?;
+            dev.record(&sb.consumed[k])?;
+            sb.used[k] = true;
+            // Chunk j's copy is done once this returns; its staging takes chunk j + 2
+            // while the device sums chunk j.
+            if let Some(up) = flight[k].take() {
+                pins[k] = Some(up.wait()?);
+            }
+            if j + 2 < sum.chunks {
+                fill(&mut pins[k], bytes(j + 2))?;
+            }
+        }
         Ok(())
-    };
-    let enqueue = |pin: &PinnedBuf, dst: &DevRegion<'_>, len: usize, ev| -> Result<()> {
-        let src = &pin.as_slice()?[..len];
-        // SAFETY: the staging buffer is not written again before `ev` is waited on (the
-        // loop below waits on it before refilling the buffer, and before returning).
-        unsafe { dev.upload_on_copy(dst, src)? };
-        dev.record_on_copy(ev)
-    };
-    fill(pins[0], bytes(0))?;
-    enqueue(pins[0], &sb.device[0], bytes(0).len(), &uploaded[0])?;
-    if nchunks > 1 {
-        fill(pins[1], bytes(1))?;
-    }
-    let mut acc = P::identity();
-    let mut result = Ok(());
-    for j in 0..nchunks {
-        let s = j % 2;
-        if j + 1 < nchunks {
-            // The device buffer 1 − s was last read by chunk j − 1, whose sum has been
-            // downloaded; its pinned twin holds chunk j + 1 since the last iteration.
-            if let Err(e) = enqueue(
-                &*pins[1 - s],
-                &sb.device[1 - s],
-                bytes(j + 1).len(),
-                &uploaded[1 - s],
-            ) {
-                result = Err(e);
-                break;
-            }
-        }
-        // Chunk j is on the device once this returns; pinned s is free for chunk j + 2.
-        if let Err(e) = dev.wait_event(&uploaded[s]) {
-            result = Err(e);
-            break;
-        }
-        let (b, e) = part(j);
-        let dev_buf = sb.device[s];
-        let scratch = sb.scratch;
-        let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
-        let pin = &mut *pins[s];
-        let next = (j + 2 < nchunks).then(|| bytes(j + 2));
-        let (filled, sum) = std::thread::scope(|scope| {
-            let h = next.map(|src| scope.spawn(move || fill(pin, src)));
-            let sum = sum_resident(dev, &scratch, ops, &dev_buf, &sc, e - b, split);
-            let filled = h.map_or(Ok(()), |h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(GpuError::Internal("staging thread panicked".into())))
-            });
-            (filled, sum)
-        });
-        match (filled, sum) {
-            (Ok(()), Ok(p)) => acc += p,
-            (Err(e), _) | (_, Err(e)) => {
-                result = Err(e);
-                break;
-            }
+    })();
+    // Uploads still in flight (after an error) are waited for here, and their buffers
+    // come back; a buffer lost to a failed wait is re-made by the next prove.
+    for (k, f) in flight.iter_mut().enumerate() {
+        if let Some(up) = f.take() {
+            pins[k] = up.wait().ok();
         }
     }
-    if result.is_err() {
-        // Uploads may still read the staging buffers: let them finish before the caller
-        // reuses them (errors here are secondary to the first one).
-        let _ = dev.wait_event(&uploaded[0]);
-        let _ = dev.wait_event(&uploaded[1]);
-    }
-    result.map(|()| acc)
+    sb.pinned = pins;
+    r
 }

@@ -195,7 +195,36 @@ pub struct Scratch<'a> {
     used: Cell<usize>,
 }
 
+impl Scratch<'static> {
+    /// The bytes `carve` takes from a scratch, wherever in it the carving starts: what it
+    /// carves from [`Scratch::sizing`], plus one alignment.
+    pub fn measure(carve: impl FnOnce(&Scratch<'static>) -> Result<()>) -> usize {
+        let s = Scratch::sizing();
+        // A sizing scratch never runs out (a quarter of the address space).
+        let _ = carve(&s);
+        s.used() + ALIGN
+    }
+
+    /// A scratch over no memory that only counts: carving an operation's regions from it
+    /// gives the bytes that operation needs ([`Scratch::used`]), with the alignment its
+    /// real carving pays. Its regions are not device memory: they size, never launch.
+    pub fn sizing() -> Scratch<'static> {
+        Scratch {
+            region: DevRegion {
+                ptr: 0,
+                bytes: usize::MAX >> 2,
+                _arena: PhantomData,
+            },
+            used: Cell::new(0),
+        }
+    }
+}
+
 impl<'a> Scratch<'a> {
+    /// Bytes handed out so far (up to the end of the last region).
+    pub fn used(&self) -> usize {
+        self.used.get()
+    }
     /// A scratch range over an existing region (e.g. one carved from another scratch).
     pub fn within(region: &DevRegion<'a>) -> Scratch<'a> {
         Scratch {

@@ -242,12 +242,17 @@ kernels! {
         one_idx: Buf [n as usize * 4], other_idx: Buf [n as usize * 4],
         other_scalars: Buf [n as usize * FR_BYTES],
     );
-    /// out[i] = bases[idx[i]] for i < n, points of w 16-byte words.
-    Classify gather_points(bases: Buf, idx: Buf [n as usize * 4], n: u32, w: u32, out: Buf [n as usize * w as usize * 16]);
-    /// Partial sums of K bases each (through `idx` when given), ceil(n / K) of them.
+    /// out[i] = bases[idx[i]] for i < count (on the device; all n without it), points of w
+    /// 16-byte words.
+    Classify gather_points(
+        bases: Buf, idx: Buf [n as usize * 4], n: u32, count: OptBuf [4], w: u32,
+        out: Buf [n as usize * w as usize * 16],
+    );
+    /// Partial sums of K bases each (through `idx` when given) over the first `count` of n
+    /// (on the device; all n without it), ceil(n / K) of them, infinity past the count.
     BatchAdd batch_add[group](
         bases: Buf [if idx.is_none() { n as usize * group.affine_bytes() } else { 0 }],
-        idx: OptBuf [n as usize * 4], n: u32, k: u32,
+        idx: OptBuf [n as usize * 4], n: u32, count: OptBuf [4], k: u32,
         out: Buf [(n as usize).div_ceil(k.max(1) as usize).max(1) * group.xyzz_bytes()],
     );
     /// scalars[i] times the fixed base of the window table, for i < n.
@@ -256,16 +261,20 @@ kernels! {
         w: u32, nwin: u32, scalars: Buf [n as usize * FR_BYTES], n: u32,
         out: Buf [n as usize * group.jacobian_bytes()],
     );
-    /// Montgomery to canonical scalars (eight u32 words each).
-    Msm msm_scalars_canonical(scalars: Buf [n as usize * FR_BYTES], out: Buf [n as usize * 32], n: u32);
-    /// Counts each (bucket set, bucket) pair of the signed c-bit digits.
+    /// Montgomery to canonical scalars (eight u32 words each), the first `count` of n (on
+    /// the device; all n without it).
+    Msm msm_scalars_canonical(
+        scalars: Buf [n as usize * FR_BYTES], out: Buf [n as usize * 32], n: u32, count: OptBuf [4],
+    );
+    /// Counts each (bucket set, bucket) pair of the signed c-bit digits (of the first
+    /// `count` of n scalars).
     Msm msm_histogram(
-        canon: Buf [n as usize * 32], n: u32, c: u32, nwin: u32, sets: u32,
+        canon: Buf [n as usize * 32], n: u32, count: OptBuf [4], c: u32, nwin: u32, sets: u32,
         counts: Buf [((sets as usize) << c.saturating_sub(1)) * 4],
     );
     /// The counting sort's scatter: entries sorted by bucket, sign in bit 31.
     Msm msm_scatter(
-        canon: Buf [n as usize * 32], n: u32, c: u32, nwin: u32, sets: u32, stride: u32,
+        canon: Buf [n as usize * 32], n: u32, count: OptBuf [4], c: u32, nwin: u32, sets: u32, stride: u32,
         cursor: Buf [((sets as usize) << c.saturating_sub(1)) * 4],
         sorted: Buf [n as usize * nwin as usize * 4],
     );
@@ -278,15 +287,17 @@ kernels! {
         input: Buf [m as usize * 4], m: u32, tile_offs: Buf [(m as usize).div_ceil(1024) * 4],
         out: Buf [(m as usize + 1) * 4], copy: OptBuf [m as usize * 4],
     );
-    /// Load-balanced bucket accumulation: K sorted entries per thread into m buckets; the
-    /// buckets crossing threads go to the first/last partials.
+    /// Load-balanced bucket accumulation: the sorted entries spread over `threads` threads
+    /// (at least `min_k` each) into m buckets; the buckets crossing threads go to the
+    /// first/last partials (one per launched thread).
     Msm msm_accumulate[group](
         bases: Buf, base_idx: OptBuf, sorted: OptBuf, starts: Buf [(m as usize + 1) * 4],
-        m: u32, k: u32, buckets: Buf [m as usize * group.xyzz_bytes()], first: Buf, last: Buf,
+        m: u32, threads: u32, min_k: u32, buckets: Buf [m as usize * group.xyzz_bytes()],
+        first: Buf, last: Buf,
     );
     /// Adds the thread partials of the buckets that cross threads.
     Msm msm_fixup[group](
-        starts: Buf [(m as usize + 1) * 4], m: u32, k: u32, first: Buf, last: Buf,
+        starts: Buf [(m as usize + 1) * 4], m: u32, threads: u32, min_k: u32, first: Buf, last: Buf,
         buckets: Buf [m as usize * group.xyzz_bytes()],
     );
     /// Per bucket set, runs of `seg` buckets: Σ (b + 1)·B_b by running sums.

@@ -1,12 +1,14 @@
-//! The device layer, and with the kernel wrappers the only place that holds `unsafe`:
+//! The device layer, the only place that holds `unsafe` (the kernel wrappers in `launch`,
+//! the asynchronous uploads in [`upload`], memory and the driver calls here):
 //! [`Device`], the handle for one GPU ordinal that every device call goes through (there is
 //! no "current device"). It owns the CUDA context, a compute stream and a copy stream, and
 //! loads each kernel module lazily, once, for the device's own architecture. [`Device::lane`]
 //! gives a second handle on the same context and modules with its own compute stream, for
 //! work that runs beside the first handle's. Beside it: device memory ([`arena`]), pinned
 //! host memory ([`pinned`]), the byte layout shared with the kernels ([`layout`]), NVRTC
-//! compilation and its disk cache ([`kernels`]), one safe wrapper per kernel (`launch`)
-//! and the stage timers ([`timer`]). The operations built from the kernels are in
+//! compilation and its disk cache ([`kernels`]), one safe wrapper per kernel (`launch`),
+//! uploads on the copy stream whose host bytes outlive their copies ([`upload`]) and the
+//! stage timers ([`timer`]). The operations built from the kernels are in
 //! `crate::ops`; nothing here knows a prove.
 
 pub mod arena;
@@ -15,8 +17,10 @@ pub(crate) mod launch;
 pub mod layout;
 pub mod pinned;
 pub mod timer;
+pub mod upload;
 
 pub use timer::{PhaseTimer, StageTimer};
+pub use upload::{PinnedUpload, UploadScope};
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -317,52 +321,6 @@ impl Device {
         // orders the copy after the kernels already queued on it.
         unsafe { self.enqueue_upload(dst, src, &self.compute, "") }?;
         self.sync_compute()
-    }
-
-    /// Enqueues a copy of `src` to device memory at `dst` on the copy stream and returns at
-    /// once (asynchronous when `src` is pinned). Order it with events: record one with
-    /// [`Device::record_on_copy`] and wait on it (host or compute stream) before using
-    /// `dst`, or before writing to or freeing `src`.
-    ///
-    /// # Errors
-    /// [`GpuError::Input`] if `src` is larger than the region; driver errors.
-    ///
-    /// # Safety
-    /// `src` must stay alive and unmodified until the copy stream has passed this copy,
-    /// and `dst` must not be in use by queued kernels that the copy could race with.
-    pub unsafe fn upload_on_copy(
-        &self,
-        dst: &crate::device::arena::DevRegion<'_>,
-        src: &[u8],
-    ) -> Result<()> {
-        // SAFETY: forwarded to the caller (# Safety above).
-        unsafe { self.enqueue_upload(dst, src, &self.copy, " on copy stream") }
-    }
-
-    /// Checks that `src` fits `dst`, binds the context and enqueues the copy on `stream`.
-    ///
-    /// # Safety
-    /// `src` must stay alive and unmodified until `stream` has passed the copy, and `dst`
-    /// must not be in use by work the copy could race with.
-    unsafe fn enqueue_upload(
-        &self,
-        dst: &crate::device::arena::DevRegion<'_>,
-        src: &[u8],
-        stream: &CudaStream,
-        which: &str,
-    ) -> Result<()> {
-        check_fits(dst, src.len())?;
-        self.bind()?;
-        // SAFETY: dst.ptr() is a live device allocation of at least src.len() bytes (the
-        // region borrows its arena); src's lifetime is the caller's contract above.
-        let r = unsafe {
-            cudarc::driver::result::memcpy_htod_async(dst.ptr(), src, stream.cu_stream())
-        };
-        drv(
-            self.ordinal,
-            || format!("upload {} bytes{which}", src.len()),
-            r,
-        )
     }
 
     /// Records `ev` on the copy stream.

@@ -1,7 +1,10 @@
 //! Bit-scalar handling on the device: [`classify`] splits a scalar vector into 0 / 1 /
 //! other and compacts, in order, the indices of the ones and the (index, scalar) pairs of
-//! the others (`kernels/classify.cu`); [`batch_add_enqueue`] sums the bases an index list selects
-//! (`kernels/batch_add.cu`), which is the MSM of the scalars equal to 1.
+//! the others (`kernels/classify.cu`), leaving the two counts on the device;
+//! [`gather_enqueue`] packs the others' bases; [`batch_add_enqueue`] sums the bases an
+//! index list selects (`kernels/batch_add.cu`), which is the MSM of the scalars equal to 1.
+//! Every length here is a bound the buffers are sized for; the kernels read the actual
+//! count from the device, so nothing waits for the host to learn it.
 
 use blstrs::{G1Projective, G2Projective};
 
@@ -10,41 +13,105 @@ use crate::device::launch;
 use crate::device::layout::{self, FR_BYTES};
 use crate::device::Device;
 use crate::error::{GpuError, Result};
-use crate::ops::msm::{scan_exclusive, Group};
+use crate::ops::msm::{scan_exclusive, scan_scratch_bytes, Group};
 
 /// Threads per block of the classification kernels (CLASSIFY_THREADS in classify.cu).
 const CLASSIFY_THREADS: u32 = 1024;
 /// Points each batch-addition thread sums before the tree reduction.
 const BATCH_K: u32 = 32;
+/// Most threads of a gather whose count is on the device: the grid strides over the
+/// points, so a bound far above the count costs few idle blocks (4 waves of an H200).
+pub(crate) const STRIDE_THREADS: u64 = 1 << 20;
 
-/// The result of [`classify`]: regions in the scratch it was given.
+/// The result of [`classify`]: regions in the scratch it was given, and the counts in the
+/// caller's region.
 pub struct Classified<'s> {
-    /// Scalars equal to 1.
-    pub n_ones: usize,
-    /// Scalars neither 0 nor 1.
-    pub n_others: usize,
-    /// Indices of the ones, ascending (u32 each; `n_ones` valid).
+    /// Scalars classified: the bound of both counts.
+    pub n: usize,
+    /// Two u32 on the device: the scalars equal to 1, then those neither 0 nor 1.
+    pub counts: DevRegion<'s>,
+    /// Indices of the ones, ascending (u32 each; `counts[0]` valid).
     pub one_idx: DevRegion<'s>,
-    /// Indices of the others, ascending (u32 each; `n_others` valid).
+    /// Indices of the others, ascending (u32 each; `counts[1]` valid).
     pub other_idx: DevRegion<'s>,
     /// The other scalars, in the same order (Montgomery Fr).
     pub other_scalars: DevRegion<'s>,
 }
 
-/// Classifies the n Montgomery scalars at `scalars`. Reads back the two counts (one small
-/// synchronizing copy) so the caller can size the follow-up launches.
+impl<'s> Classified<'s> {
+    /// The count of ones (one u32 on the device).
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if the counts region is short.
+    pub fn ones(&self) -> Result<DevRegion<'s>> {
+        self.counts.slice(0, 4)
+    }
+    /// The count of others (one u32 on the device).
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if the counts region is short.
+    pub fn others(&self) -> Result<DevRegion<'s>> {
+        self.counts.slice(4, 4)
+    }
+    /// Downloads the two counts (waits for the compute stream: checks and tests only).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn download_counts(&self, dev: &Device) -> Result<(usize, usize)> {
+        let mut b = [0u8; 8];
+        dev.download(&mut b, &self.counts)?;
+        let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]) as usize;
+        Ok((word(0), word(4)))
+    }
+}
+
+/// The scratch regions of a classification of n scalars.
+struct ClassifyBufs<'s> {
+    ones_c: DevRegion<'s>,
+    others_c: DevRegion<'s>,
+    ones_off: DevRegion<'s>,
+    others_off: DevRegion<'s>,
+    one_idx: DevRegion<'s>,
+    other_idx: DevRegion<'s>,
+    other_scalars: DevRegion<'s>,
+    /// The scans' own scratch.
+    scan: DevRegion<'s>,
+}
+
+fn classify_bufs<'s>(scratch: &'s Scratch<'_>, n: usize) -> Result<ClassifyBufs<'s>> {
+    let nblocks = n.div_ceil(CLASSIFY_THREADS as usize).max(1);
+    Ok(ClassifyBufs {
+        ones_c: scratch.alloc(nblocks * 4)?,
+        others_c: scratch.alloc(nblocks * 4)?,
+        ones_off: scratch.alloc((nblocks + 1) * 4)?,
+        others_off: scratch.alloc((nblocks + 1) * 4)?,
+        one_idx: scratch.alloc(n.max(1) * 4)?,
+        other_idx: scratch.alloc(n.max(1) * 4)?,
+        other_scalars: scratch.alloc(n.max(1) * FR_BYTES)?,
+        scan: scratch.alloc(scan_scratch_bytes(nblocks))?,
+    })
+}
+
+/// Scratch bytes [`classify`] takes for n scalars.
+pub fn classify_scratch_bytes(n: usize) -> usize {
+    Scratch::measure(|s| classify_bufs(s, n).map(|_| ()))
+}
+
+/// Enqueues the classification of the n Montgomery scalars at `scalars`; the counts land
+/// in `counts` (two u32: ones, others), where the follow-up kernels read them.
 ///
 /// # Errors
-/// [`GpuError::Input`] for a short region; arena or driver errors.
+/// [`GpuError::Input`] for short regions; arena or driver errors.
 pub fn classify<'s>(
     dev: &Device,
     scratch: &'s Scratch<'_>,
     scalars: &DevRegion<'_>,
     n: usize,
+    counts: &DevRegion<'s>,
 ) -> Result<Classified<'s>> {
-    if scalars.bytes() < n * FR_BYTES {
+    if scalars.bytes() < n * FR_BYTES || counts.bytes() < 8 {
         return Err(GpuError::Input(format!(
-            "{n} scalars need {} bytes",
+            "{n} scalars need {} bytes and their counts 8",
             n * FR_BYTES
         )));
     }
@@ -53,23 +120,19 @@ pub fn classify<'s>(
             "{n} scalars exceed the 32-bit index"
         )));
     }
-    let nblocks = n.div_ceil(CLASSIFY_THREADS as usize).max(1);
-    let ones_c = scratch.alloc(nblocks * 4)?;
-    let others_c = scratch.alloc(nblocks * 4)?;
-    let ones_off = scratch.alloc((nblocks + 1) * 4)?;
-    let others_off = scratch.alloc((nblocks + 1) * 4)?;
-    let one_idx = scratch.alloc(n.max(1) * 4)?;
-    let other_idx = scratch.alloc(n.max(1) * 4)?;
-    let other_scalars = scratch.alloc(n.max(1) * FR_BYTES)?;
+    let b = classify_bufs(scratch, n)?;
+    let out = Classified {
+        n,
+        counts: *counts,
+        one_idx: b.one_idx,
+        other_idx: b.other_idx,
+        other_scalars: b.other_scalars,
+    };
     if n == 0 {
-        return Ok(Classified {
-            n_ones: 0,
-            n_others: 0,
-            one_idx,
-            other_idx,
-            other_scalars,
-        });
+        dev.memset_zero(counts)?;
+        return Ok(out);
     }
+    let nblocks = n.div_ceil(CLASSIFY_THREADS as usize);
     let cfg = cudarc::driver::LaunchConfig {
         grid_dim: (nblocks as u32, 1, 1),
         block_dim: (CLASSIFY_THREADS, 1, 1),
@@ -77,84 +140,96 @@ pub fn classify<'s>(
     };
     let n32 = n as u32;
     // One count per block of CLASSIFY_THREADS.
-    launch::classify_count(dev, cfg, scalars, n32, &ones_c, &others_c)?;
-    for (counts, offsets) in [(&ones_c, &ones_off), (&others_c, &others_off)] {
-        scan_exclusive(dev, scratch, counts, offsets, None, nblocks)?;
+    launch::classify_count(dev, cfg, scalars, n32, &b.ones_c, &b.others_c)?;
+    let mut scan = Scratch::within(&b.scan);
+    for (c, offsets) in [(&b.ones_c, &b.ones_off), (&b.others_c, &b.others_off)] {
+        // The second scan reuses the first's scratch: the stream orders them.
+        scan.reset();
+        scan_exclusive(dev, &scan, c, offsets, None, nblocks)?;
     }
     launch::classify_scatter(
         dev,
         cfg,
         scalars,
         n32,
-        &ones_off,
-        &others_off,
-        &one_idx,
-        &other_idx,
-        &other_scalars,
+        &b.ones_off,
+        &b.others_off,
+        &b.one_idx,
+        &b.other_idx,
+        &b.other_scalars,
     )?;
-    let mut t = [0u8; 4];
-    dev.download(&mut t, &ones_off.slice(nblocks * 4, 4)?)?;
-    let n_ones = u32::from_le_bytes(t) as usize;
-    dev.download(&mut t, &others_off.slice(nblocks * 4, 4)?)?;
-    let n_others = u32::from_le_bytes(t) as usize;
-    Ok(Classified {
-        n_ones,
-        n_others,
-        one_idx,
-        other_idx,
-        other_scalars,
-    })
+    // The scans' totals are the counts.
+    dev.copy_on_compute(&out.ones()?, &b.ones_off.slice(nblocks * 4, 4)?, 4)?;
+    dev.copy_on_compute(&out.others()?, &b.others_off.slice(nblocks * 4, 4)?, 4)?;
+    Ok(out)
 }
 
-/// Enqueues the copy of `bases[idx[i]]` for i < n into a dense region of n points taken
-/// from `scratch`, and returns it.
+/// Enqueues the copy of `bases[idx[i]]` for i < count (on the device; all n without it)
+/// into `out`, a dense region of n points.
 ///
 /// # Errors
-/// [`GpuError::Input`] for short regions; arena or driver errors.
-pub fn gather_enqueue<'s>(
+/// [`GpuError::Input`] for short regions; driver errors.
+pub fn gather_enqueue(
     dev: &Device,
-    scratch: &'s Scratch<'_>,
     group: Group,
     bases: &DevRegion<'_>,
     idx: &DevRegion<'_>,
     n: usize,
-) -> Result<DevRegion<'s>> {
-    if idx.bytes() < n * 4 {
-        return Err(GpuError::Input(format!("{n} indices need {} bytes", n * 4)));
-    }
-    let pb = group.affine_bytes();
-    let out = scratch.alloc(n.max(1) * pb)?;
+    count: Option<&DevRegion<'_>>,
+    out: &DevRegion<'_>,
+) -> Result<()> {
     if n == 0 {
-        return Ok(out);
+        return Ok(());
     }
-    let words = (pb / 16) as u32;
-    // idx holds n entries below the bases' point count (classify's indices); the grid
-    // covers n * W threads and the kernel checks i < n.
+    let words = (group.affine_bytes() / 16) as u32;
+    // idx holds count <= n entries below the bases' point count (classify's indices); the
+    // grid strides over count * W words, capped at STRIDE_THREADS threads.
+    let threads = (n as u64 * words as u64).min(STRIDE_THREADS);
     launch::gather_points(
         dev,
-        Device::grid(n as u64 * words as u64, 256),
+        Device::grid(threads, 256),
         bases,
         idx,
         n as u32,
+        count,
         words,
-        &out,
-    )?;
-    Ok(out)
+        out,
+    )
 }
 
-/// Enqueues `Σ bases[idx[i]]` (or `Σ bases[i]` without an index list) for i < n; the Jacobian
-/// sum lands in the returned region.
+/// Scratch bytes [`batch_add_enqueue`] takes for a bound of n points in `group`.
+pub fn batch_add_scratch_bytes(group: Group, n: usize) -> usize {
+    Scratch::measure(|s| batch_add_bufs(s, group, n).map(|_| ()))
+}
+
+fn batch_add_bufs<'s>(
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    n: usize,
+) -> Result<[DevRegion<'s>; 2]> {
+    let nout = n.div_ceil(BATCH_K as usize).max(1);
+    Ok([
+        scratch.alloc(nout * group.xyzz_bytes())?,
+        scratch.alloc(nout * group.xyzz_bytes())?,
+    ])
+}
+
+/// Enqueues `Σ bases[idx[i]]` (or `Σ bases[i]` without an index list) for i < count (on
+/// the device; all n without it); the Jacobian sum lands in `out`.
 ///
 /// # Errors
 /// [`GpuError::Input`] for short regions; arena or driver errors.
-pub fn batch_add_enqueue<'s>(
+#[allow(clippy::too_many_arguments)]
+pub fn batch_add_enqueue(
     dev: &Device,
-    scratch: &'s Scratch<'_>,
+    scratch: &Scratch<'_>,
     group: Group,
     bases: &DevRegion<'_>,
     idx: Option<&DevRegion<'_>>,
     n: usize,
-) -> Result<DevRegion<'s>> {
+    count: Option<&DevRegion<'_>>,
+    out: &DevRegion<'_>,
+) -> Result<()> {
     match idx {
         Some(r) if r.bytes() < n * 4 => {
             return Err(GpuError::Input(format!("{n} indices need {} bytes", n * 4)))
@@ -168,10 +243,9 @@ pub fn batch_add_enqueue<'s>(
         _ => {}
     }
     let nout = n.div_ceil(BATCH_K as usize).max(1);
-    let part_a = scratch.alloc(nout * group.xyzz_bytes())?;
-    let part_b = scratch.alloc(nout * group.xyzz_bytes())?;
-    let out = scratch.alloc(group.jacobian_bytes())?;
-    // With n = 0 the one thread writes infinity.
+    let [part_a, part_b] = batch_add_bufs(scratch, group, n)?;
+    // One thread per partial of the bound: those past the count write infinity, and with
+    // n = 0 the one thread does.
     launch::batch_add(
         dev,
         group,
@@ -179,6 +253,7 @@ pub fn batch_add_enqueue<'s>(
         bases,
         idx,
         n as u32,
+        count,
         BATCH_K,
         &part_a,
     )?;
@@ -200,11 +275,10 @@ pub fn batch_add_enqueue<'s>(
         std::mem::swap(&mut src, &mut dst);
         len = out_len;
     }
-    launch::to_jacobian(dev, group, Device::grid(1, 32), src, &out, 1)?;
-    Ok(out)
+    launch::to_jacobian(dev, group, Device::grid(1, 32), src, out, 1)
 }
 
-/// [`batch_add_enqueue`] in G1, waiting for the result.
+/// [`batch_add_enqueue`] in G1 over all n points, waiting for the result (checks).
 ///
 /// # Errors
 /// As [`batch_add_enqueue`].
@@ -214,14 +288,16 @@ pub fn batch_add_g1(
     bases: &DevRegion<'_>,
     idx: Option<&DevRegion<'_>>,
     n: usize,
+    count: Option<&DevRegion<'_>>,
 ) -> Result<G1Projective> {
-    let out = batch_add_enqueue(dev, scratch, Group::G1, bases, idx, n)?;
+    let out = scratch.alloc(layout::G1_JACOBIAN_BYTES)?;
+    batch_add_enqueue(dev, scratch, Group::G1, bases, idx, n, count, &out)?;
     let mut b = vec![0u8; layout::G1_JACOBIAN_BYTES];
     dev.download(&mut b, &out)?;
     Ok(layout::g1_from_jacobian(&b))
 }
 
-/// [`batch_add_enqueue`] in G2, waiting for the result.
+/// As [`batch_add_g1`] in G2.
 ///
 /// # Errors
 /// As [`batch_add_enqueue`].
@@ -231,8 +307,10 @@ pub fn batch_add_g2(
     bases: &DevRegion<'_>,
     idx: Option<&DevRegion<'_>>,
     n: usize,
+    count: Option<&DevRegion<'_>>,
 ) -> Result<G2Projective> {
-    let out = batch_add_enqueue(dev, scratch, Group::G2, bases, idx, n)?;
+    let out = scratch.alloc(layout::G2_JACOBIAN_BYTES)?;
+    batch_add_enqueue(dev, scratch, Group::G2, bases, idx, n, count, &out)?;
     let mut b = vec![0u8; layout::G2_JACOBIAN_BYTES];
     dev.download(&mut b, &out)?;
     Ok(layout::g2_from_jacobian(&b))

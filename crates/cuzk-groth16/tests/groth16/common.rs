@@ -1,7 +1,8 @@
 //! Shared pieces of the prover tests: a seeded random circuit with the features the
 //! prover must get right (bits, zero and one values, field elements, public inputs in A
 //! and B, inputs allocated late), an [`Srs`] built from bellperson's in-memory
-//! `Parameters`, and the `backend_test!` macro that runs one test body per backend.
+//! `Parameters`. Shared with cuzk-gpu's tests (included by path), which run the prove
+//! tests of `prove_backends.rs` on the GPU backend too.
 #![allow(dead_code)] // without bellperson-native only a subset is used
 
 use std::path::PathBuf;
@@ -13,23 +14,6 @@ use cuzk_groth16::{Scalar, Srs};
 use ff::Field;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-/// Runs one test body on every backend: `backend_test!(name, |b: &dyn Backend| …)`.
-/// The GPU crate adds its own arm by calling the body with its backend.
-#[macro_export]
-macro_rules! backend_test {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            #[test]
-            fn cpu() {
-                let backend = cuzk_groth16::CpuBackend::new();
-                ($body)(&backend as &dyn cuzk_groth16::Backend);
-            }
-        }
-    };
-}
 
 /// A random but satisfied circuit of `n_constraints` constraints and `n_inputs` public
 /// inputs (besides ONE). With `late_inputs`, half of the inputs are allocated only after

@@ -8,14 +8,16 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group as _};
 
 use super::{outcome, CheckOutcome};
-use crate::backend::sums::{msm_others, GroupOps, G1_OPS, G2_OPS};
+use crate::backend::sums::{OutRegions, Split};
 use crate::device::arena::{DevRegion, Scratch, VramArena};
-use crate::device::layout::{as_bytes, FR_BYTES};
+use crate::device::layout::{self, as_bytes, FR_BYTES};
 use crate::device::Device;
 use crate::diag::testdata::{random_g1, random_g2, random_scalars};
 use crate::error::Result;
 use crate::ops::classify::{batch_add_g1, classify};
-use crate::ops::msm::{msm_g1, msm_g2, msm_streamed_g1, msm_streamed_g2};
+use crate::ops::msm::{
+    msm_g1, msm_g2, msm_streamed_g1, msm_streamed_g2, window_bits, windows, Group, MsmOut,
+};
 
 /// Scalars with the edge cases mixed in: zeros, ones, r − 1, and random values.
 pub(super) fn edge_scalars(n: usize, seed: u64) -> Vec<Scalar> {
@@ -31,41 +33,72 @@ pub(super) fn edge_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     v
 }
 
-/// The split path of one group: classify, batch-add the ones, MSM the others through the
-/// index list (must give `expect` together) and over their packed bases (must equal the
-/// indexed MSM).
+/// The split sum of one group on the device (classification, batch addition of the ones,
+/// MSM of the others, `packed` or through the index list) as the prove enqueues it, then
+/// downloaded: the counts (ones, others) and the sum.
 #[allow(clippy::too_many_arguments)]
-fn check_split<P: group::Group>(
+fn split_sum<P>(
     dev: &Device,
     scratch: &Scratch<'_>,
-    ops: &GroupOps<P>,
+    group: Group,
+    bases: &DevRegion<'_>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+    packed: bool,
+    finish: fn(u32, &[u8], &[u8]) -> P,
+) -> Result<((usize, usize), P)> {
+    let jac = group.jacobian_bytes();
+    let out = OutRegions {
+        windows: scratch.alloc(32 * jac)?,
+        ones: scratch.alloc(jac)?,
+        counts: scratch.alloc(8)?,
+    };
+    let c = window_bits(n.max(1));
+    let split = Split { group, c, packed };
+    split.enqueue(dev, scratch, bases, scalars, n, &out)?;
+    let mut w = vec![0u8; windows(c) as usize * jac];
+    dev.download(&mut w, &out.windows)?;
+    let mut o = vec![0u8; jac];
+    dev.download(&mut o, &out.ones)?;
+    let mut cnt = [0u8; 8];
+    dev.download(&mut cnt, &out.counts)?;
+    let word = |i: usize| u32::from_le_bytes([cnt[i], cnt[i + 1], cnt[i + 2], cnt[i + 3]]) as usize;
+    Ok(((word(0), word(4)), finish(c, &w, &o)))
+}
+
+fn finish_g1(c: u32, windows: &[u8], ones: &[u8]) -> G1Projective {
+    MsmOut::finish_g1(c, windows) + layout::g1_from_jacobian(ones)
+}
+
+fn finish_g2(c: u32, windows: &[u8], ones: &[u8]) -> G2Projective {
+    MsmOut::finish_g2(c, windows) + layout::g2_from_jacobian(ones)
+}
+
+/// The split path of one group, with the counts on the device: through the index list
+/// and over the packed bases, each must give `expect`.
+#[allow(clippy::too_many_arguments)]
+fn check_split<P: PartialEq>(
+    dev: &Device,
+    scratch: &mut Scratch<'_>,
+    group: Group,
     bases: &DevRegion<'_>,
     scalars: &DevRegion<'_>,
     n: usize,
     expect: P,
+    finish: fn(u32, &[u8], &[u8]) -> P,
     seed: u64,
     out: &mut Vec<CheckOutcome>,
 ) -> Result<()> {
-    let g = match ops.group {
-        crate::ops::msm::Group::G1 => "g1",
-        crate::ops::msm::Group::G2 => "g2",
-    };
-    let cls = classify(dev, scratch, scalars, n)?;
-    let ones = (ops.batch_add)(dev, scratch, bases, Some(&cls.one_idx), cls.n_ones)?;
-    let others = msm_others(dev, scratch, ops, bases, &cls, false)?;
-    out.push(outcome(
-        format!("split {g} n={n}"),
-        ones + others == expect,
-        seed,
-        "batch_add(ones) + msm(others) differs",
-    ));
-    let packed = msm_others(dev, scratch, ops, bases, &cls, true)?;
-    out.push(outcome(
-        format!("split packed {g} n={n}"),
-        packed == others,
-        seed,
-        "msm(packed others) differs from msm(others through the index list)",
-    ));
+    for packed in [false, true] {
+        scratch.reset();
+        let (_, got) = split_sum(dev, scratch, group, bases, scalars, n, packed, finish)?;
+        out.push(outcome(
+            format!("split {group:?} packed {packed} n={n}"),
+            got == expect,
+            seed,
+            "batch_add(ones) + msm(others) differs",
+        ));
+    }
     Ok(())
 }
 
@@ -202,26 +235,34 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
             dev.upload(&scal_r, as_bytes(&scalars))?;
         }
 
-        // Split path: batch-add the ones, MSM the others through the index list.
+        // Split path: batch-add the ones, MSM the others, the counts on the device.
         scratch.reset();
-        let cls = classify(dev, &scratch, &scal_r, n)?;
+        let counts = scratch.alloc(8)?;
+        let cls = classify(dev, &scratch, &scal_r, n, &counts)?;
+        let (n_ones, n_others) = cls.download_counts(dev)?;
         let ones = scalars.iter().filter(|x| **x == Scalar::ONE).count();
         let others = scalars
             .iter()
             .filter(|x| **x != Scalar::ONE && !bool::from(x.is_zero()))
             .count();
-        let counts_ok = cls.n_ones == ones && cls.n_others == others;
         out.push(outcome(
             format!("classify n={n}"),
-            counts_ok,
+            n_ones == ones && n_others == others,
             s,
-            &format!(
-                "counts ones {} others {} vs cpu {ones} {others}",
-                cls.n_ones, cls.n_others
-            ),
+            &format!("counts ones {n_ones} others {n_others} vs cpu {ones} {others}"),
         ));
+        let g = Group::G1;
         check_split(
-            dev, &scratch, &G1_OPS, &bases_r, &scal_r, n, e1, s, &mut out,
+            dev,
+            &mut scratch,
+            g,
+            &bases_r,
+            &scal_r,
+            n,
+            e1,
+            finish_g1,
+            s,
+            &mut out,
         )?;
 
         scratch.reset();
@@ -233,8 +274,18 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
             s,
             "sum differs from blstrs multi_exp",
         ));
+        let g = Group::G2;
         check_split(
-            dev, &scratch, &G2_OPS, &bases_r, &scal_r, n, e2, s, &mut out,
+            dev,
+            &mut scratch,
+            g,
+            &bases_r,
+            &scal_r,
+            n,
+            e2,
+            finish_g2,
+            s,
+            &mut out,
         )?;
 
         if n == 4097 {
@@ -264,12 +315,15 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
     dev.upload(&scal_r, as_bytes(&ones))?;
     dev.upload(&bases_r, as_bytes(g1))?;
     scratch.reset();
-    let cls = classify(dev, &scratch, &scal_r, n)?;
-    let sum = batch_add_g1(dev, &scratch, &bases_r, Some(&cls.one_idx), cls.n_ones)?;
+    let counts = scratch.alloc(8)?;
+    let cls = classify(dev, &scratch, &scal_r, n, &counts)?;
+    let ones = cls.ones()?;
+    let sum = batch_add_g1(dev, &scratch, &bases_r, Some(&cls.one_idx), n, Some(&ones))?;
+    let (n_ones, n_others) = cls.download_counts(dev)?;
     let expect: G1Projective = g1.iter().map(|p| p.to_curve()).sum();
     out.push(outcome(
         format!("all-ones g1 n={n}"),
-        cls.n_ones == n && cls.n_others == 0 && sum == expect,
+        n_ones == n && n_others == 0 && sum == expect,
         seed,
         "all-ones batch addition differs",
     ));

@@ -5,21 +5,22 @@
 //! streamed from host memory in chunks (`streamed.rs`) or read through a window table
 //! (`table.rs`); the multi-block scan is `scan.rs`.
 
+mod host;
 mod scan;
 mod streamed;
 mod table;
+
+pub use host::{msm_enqueue, msm_g1, msm_g2, MsmOut};
 
 pub(crate) use scan::{scan_exclusive, scan_scratch_bytes};
 pub use streamed::{msm_streamed_g1, msm_streamed_g2};
 pub use table::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
 
-use blstrs::{G1Projective, G2Projective};
-use group::Group as _;
-
 use crate::device::arena::{DevRegion, Scratch};
 use crate::device::layout::{self, FR_BYTES};
 use crate::device::{launch, Device, PhaseTimer};
 use crate::error::{GpuError, Result};
+use crate::ops::classify::STRIDE_THREADS;
 use crate::tuning::tuning;
 
 /// Which group an MSM runs in.
@@ -82,7 +83,7 @@ pub fn window_bits(n: usize) -> u32 {
 }
 
 /// Windows of c bits in a 256-bit scalar.
-pub(crate) fn windows(c: u32) -> u32 {
+pub fn windows(c: u32) -> u32 {
     256u32.div_ceil(c)
 }
 
@@ -116,13 +117,15 @@ const SEG_THREADS: usize = 1 << 17;
 /// a 2^19-point MSM from 0.68 to 0.35 ms in G1 and from 1.97 to 0.93 ms in G2.
 pub(crate) const REDUCE_K: u32 = 4;
 
-/// Sorted entries per accumulation thread and the thread count for `total` entries.
-fn acc_split_total(total: usize) -> (u32, usize) {
-    let k = total.div_ceil(ACC_THREADS).max(ACC_MIN_K);
-    (k as u32, total.div_ceil(k).max(1))
+/// Accumulation threads launched for at most `total` sorted entries: the kernel spreads
+/// the actual entries (known on the device) over ACC_THREADS threads, at least ACC_MIN_K
+/// each, so it never uses more than this many.
+fn acc_grid(total: usize) -> usize {
+    total.div_ceil(ACC_MIN_K).clamp(1, ACC_THREADS)
 }
 
-struct Shape {
+/// The shape of one MSM: window width, windows and bucket sets.
+pub(crate) struct Shape {
     c: u32,
     /// Digit windows.
     nwin: u32,
@@ -135,7 +138,7 @@ struct Shape {
 
 impl Shape {
     /// The plain MSM of n points.
-    fn new(n: usize) -> Shape {
+    pub(crate) fn new(n: usize) -> Shape {
         let c = window_bits(n);
         Shape::with(c, windows(c), 0)
     }
@@ -161,10 +164,26 @@ impl Shape {
     fn nseg(&self) -> u32 {
         self.nb / self.seg()
     }
-    /// Sorted entries per accumulation thread and the thread count, for at most n · nwin
-    /// entries (zero digits make the real count smaller; surplus threads exit).
-    fn acc_split(&self, n: usize) -> (u32, usize) {
-        acc_split_total(n * self.nwin as usize)
+    /// Accumulation threads launched for at most n · nwin entries (zero digits and a
+    /// count below n make the real number smaller; surplus threads exit).
+    fn acc_grid(&self, n: usize) -> usize {
+        acc_grid(n * self.nwin as usize)
+    }
+
+    /// The plain MSM with c-bit windows (a width chosen elsewhere, e.g. for a count known
+    /// only on the device).
+    pub(crate) fn plain(c: u32) -> Shape {
+        Shape::with(c, windows(c), 0)
+    }
+
+    /// Window width.
+    pub(crate) fn c(&self) -> u32 {
+        self.c
+    }
+
+    /// Window sums the MSM leaves (one per bucket set).
+    pub(crate) fn sums(&self) -> u32 {
+        self.sets
     }
 }
 
@@ -173,24 +192,52 @@ pub fn scratch_bytes(group: Group, n: usize) -> usize {
     shape_scratch_bytes(&Shape::new(n), group, n)
 }
 
-fn shape_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
+/// Scratch bytes of an MSM of (at most) n points of shape `s`, its window sums included.
+pub(crate) fn shape_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
+    Scratch::measure(|sc| {
+        msm_bufs(sc, s, group, n)?;
+        sc.alloc(s.sets as usize * group.jacobian_bytes())
+            .map(|_| ())
+    })
+}
+
+/// The scratch regions of an MSM of (at most) n points of shape `s`.
+struct MsmBufs<'s> {
+    canon: DevRegion<'s>,
+    counts: DevRegion<'s>,
+    starts: DevRegion<'s>,
+    cursor: DevRegion<'s>,
+    sorted: DevRegion<'s>,
+    buckets: DevRegion<'s>,
+    part_a: DevRegion<'s>,
+    part_b: DevRegion<'s>,
+    first: DevRegion<'s>,
+    last: DevRegion<'s>,
+    scan: DevRegion<'s>,
+}
+
+fn msm_bufs<'s>(
+    scratch: &'s Scratch<'_>,
+    s: &Shape,
+    group: Group,
+    n: usize,
+) -> Result<MsmBufs<'s>> {
     let m = s.buckets();
-    let a = crate::device::arena::ALIGN;
-    n * FR_BYTES
-        + a
-        + 3 * (m + 1) * 4
-        + 3 * a
-        + scan_scratch_bytes(m)
-        + n * s.nwin as usize * 4
-        + a
-        + m * group.xyzz_bytes()
-        + a
-        + 2 * s.acc_split(n).1 * group.xyzz_bytes()
-        + 2 * a
-        + 2 * s.sets as usize * s.nseg() as usize * group.xyzz_bytes()
-        + 2 * a
-        + 32 * group.jacobian_bytes()
-        + a
+    let part_len = s.sets as usize * s.nseg() as usize * group.xyzz_bytes();
+    let acc = s.acc_grid(n) * group.xyzz_bytes();
+    Ok(MsmBufs {
+        canon: scratch.alloc(n * FR_BYTES)?,
+        counts: scratch.alloc(m * 4)?,
+        starts: scratch.alloc((m + 1) * 4)?,
+        cursor: scratch.alloc(m * 4)?,
+        sorted: scratch.alloc(n * s.nwin as usize * 4)?,
+        buckets: scratch.alloc(m * group.xyzz_bytes())?,
+        part_a: scratch.alloc(part_len)?,
+        part_b: scratch.alloc(part_len)?,
+        first: scratch.alloc(acc)?,
+        last: scratch.alloc(acc)?,
+        scan: scratch.alloc(scan_scratch_bytes(m))?,
+    })
 }
 
 /// Scratch bytes an MSM of n points needs in whichever group needs more.
@@ -198,166 +245,86 @@ pub fn scratch_bytes_any(n: usize) -> usize {
     scratch_bytes(Group::G1, n).max(scratch_bytes(Group::G2, n))
 }
 
-/// An enqueued MSM: the per-window sums W_w (Jacobian, on the device) of Σ s_i·P_i =
-/// Σ_w 2^(c·w)·W_w (over a window table, one sum per bucket set: the same formula with
-/// `nwin` = sets). The Horner combination runs on the CPU ([`MsmOut::finish_g1`]): 256
-/// doublings are ~0.1 ms with blst but ~6 ms in one GPU thread.
-#[derive(Clone, Copy, Debug)]
-pub struct MsmOut<'s> {
-    /// nwin Jacobian points.
-    pub windows: DevRegion<'s>,
-    /// Number of windows.
-    pub nwin: u32,
-    /// Window width in bits.
-    pub c: u32,
+/// What an MSM reads: Σ scalars[i] · bases[idx(i)] for i < count, with idx(i) =
+/// base_idx[i] when given, else i.
+pub struct MsmInput<'r> {
+    /// blst affine points.
+    pub bases: &'r DevRegion<'r>,
+    /// Indices into `bases`, one u32 per scalar.
+    pub base_idx: Option<&'r DevRegion<'r>>,
+    /// Montgomery Fr scalars.
+    pub scalars: &'r DevRegion<'r>,
+    /// The bound of the count: every buffer is sized for n points.
+    pub n: usize,
+    /// The count, one u32 on the device at most n (the classification's); `None`: n.
+    pub count: Option<&'r DevRegion<'r>>,
 }
 
-impl MsmOut<'_> {
-    /// Bytes to download: the window sums.
-    pub fn bytes(&self, group: Group) -> usize {
-        self.nwin as usize * group.jacobian_bytes()
-    }
-
-    /// Σ_w 2^(c·w)·W_w from the downloaded G1 window sums.
-    pub fn finish_g1(c: u32, raw: &[u8]) -> G1Projective {
-        let mut acc = G1Projective::identity();
-        for w in raw.chunks_exact(layout::G1_JACOBIAN_BYTES).rev() {
-            for _ in 0..c {
-                acc = acc.double();
-            }
-            acc += layout::g1_from_jacobian(w);
+impl MsmInput<'_> {
+    /// [`GpuError::Input`] unless n is in 1..2^31 and every region holds n entries.
+    fn check(&self, group: Group) -> Result<()> {
+        let n = self.n;
+        if n == 0 || n > (1usize << 31) - 1 {
+            return Err(GpuError::Input(format!("msm of {n} points")));
         }
-        acc
-    }
-
-    /// Σ_w 2^(c·w)·W_w from the downloaded G2 window sums.
-    pub fn finish_g2(c: u32, raw: &[u8]) -> G2Projective {
-        let mut acc = G2Projective::identity();
-        for w in raw.chunks_exact(layout::G2_JACOBIAN_BYTES).rev() {
-            for _ in 0..c {
-                acc = acc.double();
-            }
-            acc += layout::g2_from_jacobian(w);
-        }
-        acc
-    }
-
-    /// Downloads the window sums (waits for the compute stream).
-    ///
-    /// # Errors
-    /// Driver errors.
-    pub fn download(&self, dev: &Device, group: Group) -> Result<Vec<u8>> {
-        let mut b = vec![0u8; self.bytes(group)];
-        dev.download(&mut b, &self.windows)?;
-        Ok(b)
-    }
-}
-
-/// `Σ scalars[i] · bases[idx(i)]` in G1 for i < n, with `idx(i) = base_idx[i]` when given,
-/// else i. Scalars are blst Montgomery Fr, bases blst affine points, both on the device.
-///
-/// # Errors
-/// [`GpuError::Input`] when a region is too small; arena or driver errors.
-pub fn msm_g1(
-    dev: &Device,
-    scratch: &Scratch<'_>,
-    bases: &DevRegion<'_>,
-    base_idx: Option<&DevRegion<'_>>,
-    scalars: &DevRegion<'_>,
-    n: usize,
-) -> Result<G1Projective> {
-    if n == 0 {
-        return Ok(G1Projective::identity());
-    }
-    let out = msm_enqueue(dev, scratch, Group::G1, bases, base_idx, scalars, n)?;
-    Ok(MsmOut::finish_g1(out.c, &out.download(dev, Group::G1)?))
-}
-
-/// As [`msm_g1`] in G2.
-///
-/// # Errors
-/// As [`msm_g1`].
-pub fn msm_g2(
-    dev: &Device,
-    scratch: &Scratch<'_>,
-    bases: &DevRegion<'_>,
-    base_idx: Option<&DevRegion<'_>>,
-    scalars: &DevRegion<'_>,
-    n: usize,
-) -> Result<G2Projective> {
-    if n == 0 {
-        return Ok(G2Projective::identity());
-    }
-    let out = msm_enqueue(dev, scratch, Group::G2, bases, base_idx, scalars, n)?;
-    Ok(MsmOut::finish_g2(out.c, &out.download(dev, Group::G2)?))
-}
-
-/// Enqueues an MSM on the compute stream; the Jacobian window sums land in the returned
-/// region (nothing waits). n must be at least 1.
-///
-/// # Errors
-/// As [`msm_g1`].
-pub fn msm_enqueue<'s>(
-    dev: &Device,
-    scratch: &'s Scratch<'_>,
-    group: Group,
-    bases: &DevRegion<'_>,
-    base_idx: Option<&DevRegion<'_>>,
-    scalars: &DevRegion<'_>,
-    n: usize,
-) -> Result<MsmOut<'s>> {
-    if n == 0 || n > (1usize << 31) - 1 {
-        return Err(GpuError::Input(format!("msm of {n} points")));
-    }
-    if scalars.bytes() < n * FR_BYTES {
-        return Err(GpuError::Input(format!(
-            "{n} scalars need {} bytes, region has {}",
-            n * FR_BYTES,
-            scalars.bytes()
-        )));
-    }
-    match base_idx {
-        Some(ix) if ix.bytes() < n * 4 => {
+        if self.scalars.bytes() < n * FR_BYTES || self.count.is_some_and(|c| c.bytes() < 4) {
             return Err(GpuError::Input(format!(
+                "{n} scalars need {} bytes, region has {}",
+                n * FR_BYTES,
+                self.scalars.bytes()
+            )));
+        }
+        match self.base_idx {
+            Some(ix) if ix.bytes() < n * 4 => Err(GpuError::Input(format!(
                 "{n} base indices need {} bytes, region has {}",
                 n * 4,
                 ix.bytes()
-            )));
-        }
-        None if bases.bytes() < n * group.affine_bytes() => {
-            return Err(GpuError::Input(format!(
+            ))),
+            None if self.bases.bytes() < n * group.affine_bytes() => Err(GpuError::Input(format!(
                 "{n} bases need {} bytes, region has {}",
                 n * group.affine_bytes(),
-                bases.bytes()
-            )));
+                self.bases.bytes()
+            ))),
+            _ => Ok(()),
         }
-        _ => {}
     }
-    enqueue_shape(
-        dev,
-        scratch,
-        group,
-        &Shape::new(n),
-        bases,
-        base_idx,
-        scalars,
-        n,
-    )
 }
 
-/// [`msm_enqueue`] with a given shape (a plain one, or a window table's); arguments checked
-/// by the callers.
-#[allow(clippy::too_many_arguments)]
-fn enqueue_shape<'s>(
+/// Enqueues the MSM of `input` with shape `s` (its window sums, `s.sums()` Jacobian points,
+/// into `out`); nothing waits, and a count on the device bounds the work.
+///
+/// # Errors
+/// [`GpuError::Input`] for a bad input or a short `out`; arena or driver errors.
+pub(crate) fn msm_enqueue_into(
     dev: &Device,
-    scratch: &'s Scratch<'_>,
+    scratch: &Scratch<'_>,
     group: Group,
     s: &Shape,
-    bases: &DevRegion<'_>,
-    base_idx: Option<&DevRegion<'_>>,
-    scalars: &DevRegion<'_>,
-    n: usize,
-) -> Result<MsmOut<'s>> {
+    input: &MsmInput<'_>,
+    out: &DevRegion<'_>,
+) -> Result<()> {
+    input.check(group)?;
+    if out.bytes() < s.sets as usize * group.jacobian_bytes() {
+        return Err(GpuError::Input(format!(
+            "{} window sums in a {}-byte region",
+            s.sets,
+            out.bytes()
+        )));
+    }
+    enqueue_shape(dev, scratch, group, s, input, out)
+}
+
+/// The MSM of `input` with a given shape (a plain one, or a window table's), its window
+/// sums into `out`; arguments checked by the callers.
+fn enqueue_shape(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    group: Group,
+    s: &Shape,
+    input: &MsmInput<'_>,
+    out: &DevRegion<'_>,
+) -> Result<()> {
+    let (n, count) = (input.n, input.count);
     let m = s.buckets();
     if (n as u64) * (s.nwin as u64) >= u32::MAX as u64 {
         return Err(GpuError::Input(format!(
@@ -365,20 +332,10 @@ fn enqueue_shape<'s>(
         )));
     }
     let n32 = n as u32;
-
-    let canon = scratch.alloc(n * FR_BYTES)?;
-    let counts = scratch.alloc(m * 4)?;
-    let starts = scratch.alloc((m + 1) * 4)?;
-    let cursor = scratch.alloc(m * 4)?;
-    let sorted = scratch.alloc(n * s.nwin as usize * 4)?;
-    let buckets = scratch.alloc(m * group.xyzz_bytes())?;
+    let b = msm_bufs(scratch, s, group, n)?;
     let nseg = s.nseg();
-    let part_len = s.sets as usize * nseg as usize * group.xyzz_bytes();
-    let part_a = scratch.alloc(part_len)?;
-    let part_b = scratch.alloc(part_len)?;
-    let out = scratch.alloc(s.sets as usize * group.jacobian_bytes())?;
     let mut prof = PhaseTimer::start(dev, || {
-        format!("msm {group:?} n={n} c={} sets={}", s.c, s.sets)
+        format!("msm {group:?} n<={n} c={} sets={}", s.c, s.sets)
     })?;
     let mut mark = |name: &'static str| -> Result<()> {
         match prof.as_mut() {
@@ -386,59 +343,70 @@ fn enqueue_shape<'s>(
             None => Ok(()),
         }
     };
-    dev.memset_zero(&counts)?;
+    dev.memset_zero(&b.counts)?;
 
     // Region sizes: canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
     // n * nwin entries, buckets m points, part_a/part_b sets * nseg points. With a window
     // table the bases hold rows * stride points, every sorted entry (row * stride + i)
-    // below that (table.rs).
-    launch::msm_scalars_canonical(dev, Device::grid(n as u64, 256), scalars, &canon, n32)?;
+    // below that (table.rs). With a count on the device the scalar phases stride over it
+    // from a grid of at most STRIDE_THREADS; without, one thread per scalar.
+    let scalar_grid = match count {
+        Some(_) => Device::grid((n as u64).min(STRIDE_THREADS), 256),
+        None => Device::grid(n as u64, 256),
+    };
+    launch::msm_scalars_canonical(dev, scalar_grid, input.scalars, &b.canon, n32, count)?;
     mark("canonical")?;
     let (c, nwin, sets) = (s.c, s.nwin, s.sets);
     let stride = s.stride as u32;
     launch::msm_histogram(
         dev,
-        Device::grid(n as u64, 256),
-        &canon,
+        scalar_grid,
+        &b.canon,
         n32,
+        count,
         c,
         nwin,
         sets,
-        &counts,
+        &b.counts,
     )?;
     mark("histogram")?;
-    scan_exclusive(dev, scratch, &counts, &starts, Some(&cursor), m)?;
+    scan_exclusive(
+        dev,
+        &Scratch::within(&b.scan),
+        &b.counts,
+        &b.starts,
+        Some(&b.cursor),
+        m,
+    )?;
     mark("scan")?;
     launch::msm_scatter(
         dev,
-        Device::grid(n as u64, 256),
-        &canon,
+        scalar_grid,
+        &b.canon,
         n32,
+        count,
         c,
         nwin,
         sets,
         stride,
-        &cursor,
-        &sorted,
+        &b.cursor,
+        &b.sorted,
     )?;
     mark("scatter")?;
-    let (acc_k, acc_threads) = s.acc_split(n);
-    let first = scratch.alloc(acc_threads * group.xyzz_bytes())?;
-    let last = scratch.alloc(acc_threads * group.xyzz_bytes())?;
     let points = AccPoints {
-        bases,
-        base_idx,
-        sorted: Some(&sorted),
+        bases: input.bases,
+        base_idx: input.base_idx,
+        sorted: Some(&b.sorted),
     };
     accumulate_buckets(
         dev,
         group,
         &points,
-        &starts,
+        &b.starts,
         m,
-        (acc_k, acc_threads),
-        &buckets,
-        (&first, &last),
+        s.acc_grid(n),
+        &b.buckets,
+        (&b.first, &b.last),
         &mut mark,
     )?;
     let (nb, seg) = (s.nb, s.seg());
@@ -446,14 +414,14 @@ fn enqueue_shape<'s>(
         dev,
         group,
         Device::grid(sets as u64 * nseg as u64, group.block()),
-        &buckets,
+        &b.buckets,
         nb,
         sets,
         seg,
-        &part_a,
+        &b.part_a,
     )?;
     mark("segments")?;
-    let (mut src, mut dst) = (&part_a, &part_b);
+    let (mut src, mut dst) = (&b.part_a, &b.part_b);
     let mut len = nseg;
     while len > 1 {
         let k = REDUCE_K.min(len);
@@ -472,16 +440,12 @@ fn enqueue_shape<'s>(
         len = out_len;
     }
     mark("reduce")?;
-    launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, &out, sets)?;
+    launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, out, sets)?;
     mark("to_jacobian")?;
     if let Some(p) = prof {
         p.report()?;
     }
-    Ok(MsmOut {
-        windows: out,
-        nwin: sets,
-        c,
-    })
+    Ok(())
 }
 
 /// The points a bucket accumulation reads: `bases[base_idx[j]]` (or `bases[j]`) for the
@@ -493,8 +457,9 @@ struct AccPoints<'r> {
 }
 
 /// Enqueues the load-balanced accumulation of the m buckets whose m + 1 starts are at
-/// `starts` into `buckets`, `split` = (entries per thread, threads), and the fixup of the
-/// buckets that cross threads through the `partials` (first, last; `split.1` points each).
+/// `starts` into `buckets` by `threads` threads (the entries per thread follow on the
+/// device from the total, `starts[m]`), and the fixup of the buckets that cross threads
+/// through the `partials` (first, last; `threads` points each).
 #[allow(clippy::too_many_arguments)]
 fn accumulate_buckets(
     dev: &Device,
@@ -502,23 +467,26 @@ fn accumulate_buckets(
     points: &AccPoints<'_>,
     starts: &DevRegion<'_>,
     m: usize,
-    split: (u32, usize),
+    threads: usize,
     buckets: &DevRegion<'_>,
     partials: (&DevRegion<'_>, &DevRegion<'_>),
     mark: &mut dyn FnMut(&'static str) -> Result<()>,
 ) -> Result<()> {
-    let (m32, (acc_k, acc_threads), (first, last)) = (m as u32, split, partials);
-    // acc_threads * K >= starts[m] entries; first/last hold acc_threads points each.
+    let (m32, t32, (first, last)) = (m as u32, threads as u32, partials);
+    let min_k = ACC_MIN_K as u32;
+    // The kernels spread starts[m] entries over at most `threads` threads (K >= the
+    // entries / threads): first/last hold `threads` points each.
     launch::msm_accumulate(
         dev,
         group,
-        Device::grid(acc_threads as u64, group.block()),
+        Device::grid(threads as u64, group.block()),
         points.bases,
         points.base_idx,
         points.sorted,
         starts,
         m32,
-        acc_k,
+        t32,
+        min_k,
         buckets,
         first,
         last,
@@ -530,7 +498,8 @@ fn accumulate_buckets(
         Device::grid(m as u64, group.block()),
         starts,
         m32,
-        acc_k,
+        t32,
+        min_k,
         first,
         last,
         buckets,
@@ -589,12 +558,14 @@ mod tests {
                 seg.is_power_of_two() && seg <= s.nb && s.nseg() * seg == s.nb,
                 "n={n}"
             );
-            let (k, threads) = s.acc_split(n);
-            assert!(k as usize * threads >= n * s.nwin as usize, "n={n}");
-            assert!(
-                k as usize >= ACC_MIN_K && threads <= ACC_THREADS + 1,
-                "n={n}"
-            );
+            // Whatever the count below n, K = max(ceil(T / ACC_THREADS), ACC_MIN_K)
+            // entries per thread over the launched threads cover all T entries.
+            let threads = s.acc_grid(n);
+            assert!((1..=ACC_THREADS).contains(&threads), "n={n}");
+            for t in [0, 1, n, n * s.nwin as usize / 3, n * s.nwin as usize] {
+                let k = t.div_ceil(ACC_THREADS).max(ACC_MIN_K);
+                assert!(k * threads >= t, "n={n} entries={t}");
+            }
         }
     }
 }

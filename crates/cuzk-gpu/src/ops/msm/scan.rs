@@ -12,7 +12,13 @@ const SCAN_TILE: usize = 1024;
 
 /// Scratch bytes [`scan_exclusive`] takes for m words.
 pub(crate) fn scan_scratch_bytes(m: usize) -> usize {
-    2 * (m.div_ceil(SCAN_TILE) + 1) * 4 + 2 * crate::device::arena::ALIGN
+    Scratch::measure(|s| carve(s, m).map(|_| ()))
+}
+
+/// The tile sums and their offsets of a scan of m words.
+fn carve<'s>(scratch: &'s Scratch<'_>, m: usize) -> Result<(DevRegion<'s>, DevRegion<'s>)> {
+    let tiles = m.div_ceil(SCAN_TILE);
+    Ok((scratch.alloc(tiles * 4)?, scratch.alloc((tiles + 1) * 4)?))
 }
 
 /// Enqueues the exclusive prefix sum of the m words at `input` into `out` (m + 1 words, the
@@ -40,8 +46,7 @@ pub(crate) fn scan_exclusive(
         )));
     }
     let tiles = m.div_ceil(SCAN_TILE);
-    let sums = scratch.alloc(tiles * 4)?;
-    let offs = scratch.alloc((tiles + 1) * 4)?;
+    let (sums, offs) = carve(scratch, m)?;
     let (m32, t32) = (m as u32, tiles as u32);
     let tile_grid = cudarc::driver::LaunchConfig {
         grid_dim: (t32, 1, 1),

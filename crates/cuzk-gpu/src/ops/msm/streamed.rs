@@ -84,41 +84,34 @@ fn msm_streamed(
     // chunk are carved once and reused by every chunk.
     let msm_scratch = scratch.alloc(scratch_bytes(group, chunk))?;
     let ord = dev.ordinal();
-    let ctx = dev.context();
-    drv(ord, || "bind context".into(), ctx.bind_to_thread())?;
     let uploaded = [dev.timing_event()?, dev.timing_event()?];
     let consumed = [dev.timing_event()?, dev.timing_event()?];
-    for j in 0..nchunks {
-        let (b, e) = (j * chunk, ((j + 1) * chunk).min(n));
-        let slot = j % 2;
-        if j >= 2 {
-            // The MSM that last read this buffer must be done before overwriting it.
-            drv(
-                ord,
-                || "wait consumed".into(),
-                dev.copy_stream().wait(&consumed[slot]),
-            )?;
+    dev.upload_scope(|up| -> Result<()> {
+        for j in 0..nchunks {
+            let (b, e) = (j * chunk, ((j + 1) * chunk).min(n));
+            let slot = j % 2;
+            if j >= 2 {
+                // The MSM that last read this buffer must be done before overwriting it.
+                drv(
+                    ord,
+                    || "wait consumed".into(),
+                    dev.copy_stream().wait(&consumed[slot]),
+                )?;
+            }
+            up.upload(&buf[slot], &host[b * ab..e * ab])?;
+            up.record(&uploaded[slot])?;
+            dev.wait_on(&uploaded[slot])?;
+            let sub = Scratch::within(&msm_scratch);
+            let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
+            let out = msm_enqueue(dev, &sub, group, &buf[slot], None, &sc, e - b)?;
+            let wb = out.bytes(group);
+            let dst = results.slice(j * slot_bytes, wb)?;
+            shapes.push((out.c, wb));
+            dev.copy_on_compute(&dst, &out.windows, wb)?;
+            dev.record(&consumed[slot])?;
         }
-        let src = &host[b * ab..e * ab];
-        // SAFETY: `host` outlives this function, which synchronizes the compute stream
-        // (after the copy stream's events) before returning; buf[slot] is not read by a
-        // queued MSM (the wait on `consumed` above).
-        unsafe { dev.upload_on_copy(&buf[slot], src) }?;
-        drv(
-            ord,
-            || "record uploaded".into(),
-            uploaded[slot].record(dev.copy_stream()),
-        )?;
-        dev.wait_on(&uploaded[slot])?;
-        let sub = Scratch::within(&msm_scratch);
-        let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
-        let out = msm_enqueue(dev, &sub, group, &buf[slot], None, &sc, e - b)?;
-        let wb = out.bytes(group);
-        let dst = results.slice(j * slot_bytes, wb)?;
-        shapes.push((out.c, wb));
-        dev.copy_on_compute(&dst, &out.windows, wb)?;
-        dev.record(&consumed[slot])?;
-    }
+        Ok(())
+    })??;
     let mut raw = vec![0u8; nchunks * slot_bytes];
     dev.download(&mut raw, &results)?;
     Ok(shapes

@@ -1,7 +1,8 @@
-//! End-to-end prover tests on the CPU backend against bellperson 0.27: proofs verify with
-//! bellperson's verifier, match bellperson's `create_proof` byte for byte for the same
-//! r and s, and bad proofs, inputs and keys are rejected. Each body runs per backend
-//! through `backend_test!`.
+//! End-to-end prover tests against bellperson 0.27: proofs verify with bellperson's
+//! verifier, match bellperson's `create_proof` byte for byte for the same r and s, and bad
+//! proofs, inputs and keys are rejected. Each body runs per backend through
+//! `backend_test!`: on the CPU backend here, and on the CPU and GPU backends in cuzk-gpu's
+//! `tests/gpu.rs`, which includes this file.
 
 use crate::common::{bellperson_params, srs_from_params, TestCircuit};
 use bellperson::groth16::{create_proof, create_random_proof};
@@ -169,8 +170,12 @@ backend_test!(
         // A .params file written by bellperson's own Parameters::write, read by Srs::load.
         let circuit = TestCircuit::new(700, 4, true, 31);
         let params = bellperson_params(&circuit, 6);
-        let path =
-            std::env::temp_dir().join(format!("cuzk-h1a-prove-{}.params", std::process::id()));
+        // One file per backend: the backends' tests run at once in one process.
+        let path = std::env::temp_dir().join(format!(
+            "cuzk-h1a-prove-{}-{}.params",
+            std::process::id(),
+            backend.name().replace(':', "-")
+        ));
         let mut file = std::fs::File::create(&path).unwrap();
         params.write(&mut file).unwrap();
         drop(file);

@@ -1,0 +1,489 @@
+//! [`ProvePlan`]: the device memory layout of one prove, a pure function of the slot shape
+//! and where the SRS lives, and the only source of its byte counts and offsets. The
+//! backend's shared arena holds, in this order: the NTT tables, the scratch of the compute
+//! stream (the quotient's passes need none; the H sum's MSM, and the four witness sums
+//! when they run on the same stream), the witness sums' scratch when they run on a second
+//! stream, the two chunk buffers of a streamed SRS, and the results: per sum (and per
+//! chunk when streamed) the window sums of its MSM, the batch addition of the ones and the
+//! two classification counts. Each operation's scratch is measured by carving its own
+//! regions from a sizing scratch (`Scratch::measure`), so the plan and the operations
+//! cannot disagree. The results come back in one download at the end of the prove.
+//!
+//! The window width of the MSM of the "other" scalars (neither 0 nor 1) of a split sum is
+//! chosen before their count is known (it is on the device): from the count the last prove
+//! of the same shape downloaded (`hints`), the whole length the first time. Any width is
+//! correct for any count, and every buffer is sized for the whole length.
+
+use blstrs::{G1Projective, G2Projective};
+use group::Group as _;
+
+use crate::backend::residency::Query;
+use crate::backend::slots::SlotShape;
+use crate::device::arena::ALIGN;
+use crate::device::layout::{self, G2_AFFINE_BYTES};
+use crate::error::{GpuError, Result};
+use crate::ops::classify::{batch_add_scratch_bytes, classify_scratch_bytes};
+use crate::ops::msm::{shape_scratch_bytes, window_bits, Group, Shape, WindowTable};
+use crate::ops::ntt::NttPlan;
+
+/// Most window sums one MSM leaves (c = 8: 32 windows; a table has fewer sets).
+const MAX_WINDOWS: usize = 32;
+/// The others' window width is at least that of this fraction of the whole length: a
+/// narrower one would multiply the sort's entries (sized for the whole length) by more
+/// windows than it saves in buckets.
+const OTHERS_MIN_FRACTION: usize = 64;
+
+/// Where the SRS lives for a prove.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Resident; `lanes`: the witness sums on a second stream; `table`: the H query's
+    /// window table, when built.
+    Resident {
+        /// The four witness sums on a second stream.
+        lanes: bool,
+        /// The H window table.
+        table: Option<WindowTable>,
+    },
+    /// Streamed from host memory in chunks of this many points.
+    Streamed {
+        /// Points per chunk.
+        chunk: usize,
+    },
+}
+
+/// One of the five query sums.
+#[derive(Clone, Copy, Debug)]
+pub struct SumPlan {
+    /// Which query.
+    pub query: Query,
+    /// Its group.
+    pub group: Group,
+    /// Points summed (the bound of the classification's counts).
+    pub n: usize,
+    /// Classified into 0 / 1 / other, the ones batch-added (every query but H).
+    pub split: bool,
+    /// Window width of its MSM (of the others when split).
+    pub c: u32,
+    /// Over the H window table (then `c` is the table's).
+    pub table: Option<WindowTable>,
+    /// The others' bases packed densely before their MSM (else read through the indices).
+    pub packed: bool,
+    /// Chunks of `chunk` points (1 when resident).
+    pub chunks: usize,
+    /// Points per chunk (n when resident).
+    pub chunk: usize,
+    /// Offset of its first chunk's results in the results region.
+    pub out_at: usize,
+}
+
+/// The results of one chunk of a sum, inside its stride of the results region.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkOut {
+    /// Window sums: up to [`MAX_WINDOWS`] Jacobian points.
+    pub windows: (usize, usize),
+    /// The batch addition of the ones: one Jacobian point.
+    pub ones: (usize, usize),
+    /// Two u32: ones, others.
+    pub counts: (usize, usize),
+}
+
+impl SumPlan {
+    /// The MSM shape of one chunk of `len` points.
+    pub(crate) fn shape(&self) -> Shape {
+        match self.table {
+            Some(t) => t.shape(),
+            None => Shape::plain(self.c),
+        }
+    }
+
+    /// Bytes of one chunk's results.
+    fn stride(&self) -> usize {
+        let jac = self.group.jacobian_bytes();
+        ((MAX_WINDOWS + 1) * jac + 8).next_multiple_of(ALIGN)
+    }
+
+    /// Where chunk j's results lie in the results region.
+    pub fn chunk_out(&self, j: usize) -> ChunkOut {
+        let jac = self.group.jacobian_bytes();
+        let at = self.out_at + j * self.stride();
+        ChunkOut {
+            windows: (at, MAX_WINDOWS * jac),
+            ones: (at + MAX_WINDOWS * jac, jac),
+            counts: (at + (MAX_WINDOWS + 1) * jac, 8),
+        }
+    }
+
+    /// Scratch bytes of one chunk's sum.
+    fn scratch_bytes(&self) -> usize {
+        let n = self.chunk;
+        let msm = shape_scratch_bytes(&self.shape(), self.group, n);
+        if !self.split {
+            return msm;
+        }
+        let packed = if self.packed {
+            n * self.group.affine_bytes() + ALIGN
+        } else {
+            0
+        };
+        classify_scratch_bytes(n) + batch_add_scratch_bytes(self.group, n) + packed + msm
+    }
+}
+
+/// The layout of one prove in the shared arena.
+#[derive(Clone, Debug)]
+pub struct ProvePlan {
+    /// The slot shape.
+    pub shape: SlotShape,
+    /// Where the SRS lives.
+    pub placement: Placement,
+    /// H, L, A, B in G1, B in G2 (in [`Query`] order).
+    pub sums: [SumPlan; 5],
+    /// NTT tables: offset 0, this many bytes (carved by `NttPlan::new` from the arena).
+    pub ntt_bytes: usize,
+    /// Scratch of the compute stream and, with lanes, of the second stream.
+    pub scratch: [(usize, usize); 2],
+    /// The two chunk buffers of a streamed SRS.
+    pub chunk_bufs: Option<[(usize, usize); 2]>,
+    /// The results region, downloaded once.
+    pub results: (usize, usize),
+    /// Bytes of the whole arena.
+    pub total: usize,
+}
+
+impl ProvePlan {
+    /// The plan of a prove of `shape` whose H query has `n_h` points (2^lg − 1 in
+    /// bellperson's parameters), with the SRS at `placement`; `hints` are the others' counts
+    /// of the last prove of this shape (L, A, B in G1, B in G2), `packed_max` the most bytes
+    /// the others' packed bases may take.
+    pub fn new(
+        shape: &SlotShape,
+        n_h: usize,
+        placement: Placement,
+        hints: Option<[usize; 4]>,
+        packed_max: usize,
+    ) -> ProvePlan {
+        let lens = [n_h, shape.n_l, shape.n_a, shape.n_b, shape.n_b];
+        let queries = [Query::H, Query::L, Query::A, Query::BG1, Query::BG2];
+        let (chunk_len, table) = match placement {
+            Placement::Resident { table, .. } => (usize::MAX, table),
+            Placement::Streamed { chunk } => (chunk.max(1), None),
+        };
+        let mut out_at = 0;
+        let sums = std::array::from_fn(|i| {
+            let (query, n) = (queries[i], lens[i]);
+            let group = if query == Query::BG2 {
+                Group::G2
+            } else {
+                Group::G1
+            };
+            let chunk = n.min(chunk_len).max(1);
+            let split = query != Query::H;
+            let table = table.filter(|t| query == Query::H && t.n == n);
+            let c = match (table, split) {
+                (Some(t), _) => t.c,
+                (None, false) => window_bits(chunk),
+                (None, true) => {
+                    let hint = hints.map_or(n, |h| h[i - 1].min(n));
+                    others_bits(chunk, hint.saturating_mul(chunk).div_ceil(n.max(1)))
+                }
+            };
+            let sum = SumPlan {
+                query,
+                group,
+                n,
+                split,
+                c,
+                table,
+                packed: split && chunk * group.affine_bytes() <= packed_max,
+                chunks: if n == 0 { 0 } else { n.div_ceil(chunk) },
+                chunk,
+                out_at,
+            };
+            out_at += sum.chunks * sum.stride();
+            sum
+        });
+        let scratch_of = |qs: &[usize]| {
+            qs.iter()
+                .map(|&i| sums[i].scratch_bytes())
+                .max()
+                .unwrap_or(0)
+        };
+        let lanes = matches!(placement, Placement::Resident { lanes: true, .. });
+        let (first, second) = if lanes {
+            (scratch_of(&[0]), scratch_of(&[1, 2, 3, 4]))
+        } else {
+            (scratch_of(&[0, 1, 2, 3, 4]), 0)
+        };
+        let ntt_bytes = NttPlan::table_bytes(shape.lg);
+        let mut at = ntt_bytes.next_multiple_of(ALIGN);
+        let mut take = |bytes: usize| {
+            let r = (at, bytes);
+            at = (at + bytes).next_multiple_of(ALIGN);
+            r
+        };
+        let scratch = [take(first), take(second)];
+        let chunk_bufs = match placement {
+            Placement::Streamed { chunk } => {
+                let b = chunk.clamp(1, shape.max_query()) * G2_AFFINE_BYTES;
+                Some([take(b), take(b)])
+            }
+            Placement::Resident { .. } => None,
+        };
+        let results = take(out_at.max(ALIGN));
+        ProvePlan {
+            shape: *shape,
+            placement,
+            sums,
+            ntt_bytes,
+            scratch,
+            chunk_bufs,
+            results,
+            total: at,
+        }
+    }
+
+    /// Whether the witness sums run on a second stream.
+    pub fn lanes(&self) -> bool {
+        matches!(self.placement, Placement::Resident { lanes: true, .. })
+    }
+
+    /// The five sums from the downloaded results region: per chunk, the Horner combination
+    /// of the window sums plus the ones; and the others' counts (hints for the next plan).
+    ///
+    /// # Errors
+    /// [`GpuError::Internal`] if `raw` is shorter than the results region.
+    pub fn combine(&self, raw: &[u8]) -> Result<(Sums, [usize; 4])> {
+        if raw.len() < self.results.1 {
+            return Err(GpuError::Internal(format!(
+                "{} result bytes of {}",
+                raw.len(),
+                self.results.1
+            )));
+        }
+        let at = |(off, len): (usize, usize)| &raw[off..off + len];
+        let mut g1 = [G1Projective::identity(); 4];
+        let mut b_g2 = G2Projective::identity();
+        let mut others = [0usize; 4];
+        for (i, sum) in self.sums.iter().enumerate() {
+            let windows = sum.shape().sums() as usize;
+            for j in 0..sum.chunks {
+                let o = sum.chunk_out(j);
+                let w = &at(o.windows)[..windows * sum.group.jacobian_bytes()];
+                if sum.split {
+                    let cnt = at(o.counts);
+                    others[i - 1] += u32::from_le_bytes([cnt[4], cnt[5], cnt[6], cnt[7]]) as usize;
+                }
+                match sum.group {
+                    Group::G1 => {
+                        g1[i.min(3)] += horner_g1(sum.c, w);
+                        if sum.split {
+                            g1[i.min(3)] += layout::g1_from_jacobian(at(o.ones));
+                        }
+                    }
+                    Group::G2 => {
+                        b_g2 += horner_g2(sum.c, w);
+                        b_g2 += layout::g2_from_jacobian(at(o.ones));
+                    }
+                }
+            }
+        }
+        // g1 is indexed by query up to B in G1 (H, L, A, B_G1 are 0..3).
+        let [h, l, a, b_g1] = g1;
+        Ok((
+            Sums {
+                h,
+                l,
+                a,
+                b_g1,
+                b_g2,
+            },
+            others,
+        ))
+    }
+}
+
+/// The five sums of a prove.
+#[derive(Clone, Copy, Debug)]
+pub struct Sums {
+    /// Σ h_i·H_i.
+    pub h: G1Projective,
+    /// Σ w_i·L_i.
+    pub l: G1Projective,
+    /// Σ z_i·A_i.
+    pub a: G1Projective,
+    /// Σ z_i·B1_i.
+    pub b_g1: G1Projective,
+    /// Σ z_i·B2_i.
+    pub b_g2: G2Projective,
+}
+
+/// Σ_w 2^(c·w)·W_w over G1 window sums.
+fn horner_g1(c: u32, raw: &[u8]) -> G1Projective {
+    crate::ops::msm::MsmOut::finish_g1(c, raw)
+}
+
+/// Σ_w 2^(c·w)·W_w over G2 window sums.
+fn horner_g2(c: u32, raw: &[u8]) -> G2Projective {
+    crate::ops::msm::MsmOut::finish_g2(c, raw)
+}
+
+/// The window width of the others' MSM over a bound of n points, expected to hold about
+/// `expect`: the cost model's width for `expect`, but at least that of n /
+/// [`OTHERS_MIN_FRACTION`], and wide enough that n entries per window fit the sort's
+/// 32-bit index.
+fn others_bits(n: usize, expect: usize) -> u32 {
+    let floor = window_bits((n / OTHERS_MIN_FRACTION).max(1));
+    let mut c = window_bits(expect.max(1)).max(floor);
+    while c < 20 && (n as u64) * (crate::ops::msm::windows(c) as u64) >= u32::MAX as u64 {
+        c += 1;
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(lg: u32) -> SlotShape {
+        let n = 1usize << lg;
+        SlotShape {
+            lg,
+            n_l: n,
+            n_a: n.saturating_sub(3),
+            n_b: n / 4,
+        }
+    }
+
+    #[test]
+    fn regions_are_aligned_disjoint_and_inside_the_arena() {
+        for lg in [1u32, 10, 16, 22, 24] {
+            for placement in [
+                Placement::Resident {
+                    lanes: false,
+                    table: None,
+                },
+                Placement::Resident {
+                    lanes: true,
+                    table: None,
+                },
+                Placement::Streamed { chunk: 1000 },
+            ] {
+                let p = ProvePlan::new(&shape(lg), (1 << lg) - 1, placement, None, usize::MAX);
+                let mut regions = vec![(0, p.ntt_bytes), p.scratch[0], p.scratch[1], p.results];
+                regions.extend(p.chunk_bufs.into_iter().flatten());
+                regions.sort();
+                for w in regions.windows(2) {
+                    assert!(w[0].0 + w[0].1 <= w[1].0, "2^{lg} {placement:?}: overlap");
+                }
+                for (off, len) in &regions {
+                    assert_eq!(off % ALIGN, 0);
+                    assert!(off + len <= p.total);
+                }
+                // Every chunk's results inside the results region, apart from the others'.
+                let mut outs: Vec<(usize, usize)> = Vec::new();
+                for s in &p.sums {
+                    for j in 0..s.chunks {
+                        let o = s.chunk_out(j);
+                        for r in [o.windows, o.ones, o.counts] {
+                            assert!(r.0 + r.1 <= p.results.1);
+                            outs.push(r);
+                        }
+                    }
+                    assert!(s.shape().sums() as usize <= MAX_WINDOWS);
+                }
+                outs.sort();
+                for w in outs.windows(2) {
+                    assert!(w[0].0 + w[0].1 <= w[1].0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_stream_scratch_holds_its_sums() {
+        for lanes in [false, true] {
+            let placement = Placement::Resident { lanes, table: None };
+            let p = ProvePlan::new(&shape(16), (1 << 16) - 1, placement, None, usize::MAX);
+            for (i, s) in p.sums.iter().enumerate() {
+                let stream = usize::from(lanes && i > 0);
+                assert!(p.scratch[stream].1 >= s.scratch_bytes(), "{:?}", s.query);
+                assert!(s.packed == s.split && s.chunks == 1);
+            }
+        }
+        // No room for packing: the others are read through their indices.
+        let p = ProvePlan::new(
+            &shape(16),
+            (1 << 16) - 1,
+            Placement::Streamed { chunk: 5000 },
+            None,
+            0,
+        );
+        let s = p.sums[Query::BG2 as usize];
+        assert!(!s.packed);
+        assert_eq!(s.chunks, (1usize << 14).div_ceil(5000));
+        assert!(p.scratch[0].1 >= s.scratch_bytes());
+    }
+
+    #[test]
+    fn others_width_follows_the_last_count() {
+        let s = shape(24);
+        let cold = ProvePlan::new(
+            &s,
+            (1 << 24) - 1,
+            Placement::Streamed { chunk: 1 << 30 },
+            None,
+            0,
+        );
+        // Without a count the whole length: c = 20 at 2^24.
+        assert_eq!(cold.sums[Query::L as usize].c, 20);
+        // 1.68M others of 2^24 (the synthetic circuit): c = 16.
+        let hints = Some([1_680_000, 1_670_000, 419_000, 419_000]);
+        let warm = ProvePlan::new(
+            &s,
+            (1 << 24) - 1,
+            Placement::Streamed { chunk: 1 << 30 },
+            hints,
+            0,
+        );
+        assert_eq!(warm.sums[Query::L as usize].c, 16);
+        // No others at all: never narrower than 2^24 / 64's width.
+        let none = ProvePlan::new(
+            &s,
+            (1 << 24) - 1,
+            Placement::Streamed { chunk: 1 << 30 },
+            Some([0; 4]),
+            0,
+        );
+        assert_eq!(none.sums[Query::L as usize].c, window_bits(1 << 18));
+        // The H sum keeps the plain width, or the table's.
+        assert_eq!(warm.sums[Query::H as usize].c, window_bits((1 << 24) - 1));
+    }
+
+    #[test]
+    fn two_streams_by_default_up_to_2_25_on_an_h200() {
+        // The backend's default: the H sum's own scratch at most 1/32 of the device.
+        let h200 = 143_771u64 << 20;
+        let h_scratch = |lg: u32| {
+            let lanes = Placement::Resident {
+                lanes: true,
+                table: None,
+            };
+            let p = ProvePlan::new(&shape(lg), (1 << lg) - 1, lanes, None, usize::MAX);
+            p.scratch[0].1 as u64
+        };
+        assert!(h_scratch(25) <= h200 / 32);
+        assert!(h_scratch(26) > h200 / 32);
+    }
+
+    #[test]
+    fn sort_index_fits_at_every_size() {
+        for lg in 1..=31u32 {
+            let n = (1usize << lg) - 1;
+            let c = others_bits(n, 0);
+            assert!(
+                (n as u64) * (crate::ops::msm::windows(c) as u64) < u32::MAX as u64 || c == 20,
+                "2^{lg}"
+            );
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The token-held part of a prove, a straight sequence of enqueues: the plan's arena, the
+//! NTT tables, the quotient H = (A·B − C)/Z, the five query sums into the plan's results
+//! (the four witness sums on a second stream where the plan says so), then the one
+//! download of the results and the Horner combination on the host. Nothing between the
+//! first kernel and that download waits for the device, apart from a streamed SRS's
+//! per-chunk waits for its uploads (its pinned staging is refilled once a copy is done).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, Srs};
+
+use super::plan::{Placement, ProvePlan, SumPlan};
+use super::prove::Ready;
+use super::residency::{Query, ResidentSrs};
+use super::slots::{SlotShape, SlotVec, SlotVecs};
+use super::sums::{enqueue_chunk, enqueue_streamed, OutRegions, StreamBufs};
+use super::{GpuBackend, Shared};
+use crate::device::arena::{DevRegion, VramArena};
+use crate::device::layout::{as_bytes, FR_BYTES};
+use crate::device::{Device, StageTimer};
+use crate::error::{GpuError, Result};
+use crate::ops::ntt::NttPlan;
+
+/// The stage each query's sum is timed and failed as.
+fn stage_of(q: Query) -> ProveStage {
+    match q {
+        Query::H => ProveStage::MsmH,
+        Query::L => ProveStage::MsmL,
+        Query::A => ProveStage::MsmA,
+        Query::BG1 => ProveStage::MsmBG1,
+        Query::BG2 => ProveStage::MsmBG2,
+    }
+}
+
+/// What the sums read besides the bases: the witness vectors and the quotient's
+/// coefficients (in the B slot), as regions of the slot.
+struct Scalars<'a> {
+    vecs: &'a SlotVecs<'a>,
+    h_coeffs: DevRegion<'a>,
+}
+
+impl Scalars<'_> {
+    fn of(&self, q: Query, n: usize) -> Result<DevRegion<'_>> {
+        let r = match q {
+            Query::H => self.h_coeffs,
+            Query::L => self.vecs.get(SlotVec::L),
+            Query::A => self.vecs.get(SlotVec::ScalarsA),
+            Query::BG1 | Query::BG2 => self.vecs.get(SlotVec::ScalarsB),
+        };
+        r.slice(0, n * FR_BYTES)
+    }
+}
+
+impl GpuBackend {
+    /// The placement of a prove of `shape` with `resident` (or a streamed SRS).
+    fn placement(
+        &self,
+        shape: &SlotShape,
+        n_h: usize,
+        resident: Option<&ResidentSrs>,
+    ) -> Placement {
+        match resident {
+            Some(r) => Placement::Resident {
+                lanes: self.lanes(shape, n_h, r.table()),
+                table: r.table(),
+            },
+            None => Placement::Streamed {
+                chunk: self.cfg.stream_chunk_points.clamp(1, shape.max_query()),
+            },
+        }
+    }
+
+    /// The token-held part: the quotient and the five sums; `ready(k, d)` is called before
+    /// the first kernel that reads upload part k (0, 1, 2: a, b, c; 3: the witness vectors)
+    /// and makes `d`'s compute stream wait for that part's copies.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn kernels(
+        &self,
+        shared: &mut Option<Shared>,
+        vecs: &SlotVecs<'_>,
+        shape: &SlotShape,
+        srs: &Srs,
+        resident: Option<&ResidentSrs>,
+        report: &mut ProveReport,
+        stage: &mut ProveStage,
+        ready: Ready<'_>,
+    ) -> Result<MsmOutputs> {
+        let dev = &self.dev;
+        *stage = ProveStage::GpuSetup;
+        let t = Instant::now();
+        let plan = ProvePlan::new(
+            shape,
+            srs.h.len(),
+            self.placement(shape, srs.h.len(), resident),
+            self.hints(shape),
+            self.packed_max(),
+        );
+        let lane = if plan.lanes() {
+            Some(self.lane()?)
+        } else {
+            None
+        };
+        if shared.as_ref().is_none_or(|s| s.arena.size() < plan.total) {
+            // Free the old one first: both may not fit.
+            let old = shared.take().map(|s| s.arena.size());
+            tracing::info!(gpu = dev.ordinal(), bytes = plan.total, old_bytes = ?old, "shared scratch made");
+            *shared = Some(Shared {
+                arena: VramArena::new(dev.clone(), plan.total)?,
+                stream_pins: [None, None],
+            });
+            self.shared_bytes
+                .store(plan.total as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        let sh = shared
+            .as_mut()
+            .ok_or_else(|| GpuError::Internal("shared scratch missing".into()))?;
+        if let Some([(_, bytes), _]) = plan.chunk_bufs {
+            for pin in &mut sh.stream_pins {
+                if pin.as_ref().is_none_or(|p| p.len() < bytes) {
+                    *pin = None;
+                    *pin = Some(self.pinned.take(bytes)?);
+                }
+            }
+        }
+        sh.arena.reset();
+        let arena = &sh.arena;
+        let ntt = NttPlan::new(dev, arena, shape.lg)?;
+        if arena.used() > plan.ntt_bytes {
+            return Err(GpuError::Internal(format!(
+                "ntt tables took {} bytes, the plan has {}",
+                arena.used(),
+                plan.ntt_bytes
+            )));
+        }
+        let region = |(off, bytes): (usize, usize)| arena.region(off, bytes);
+        let results = region(plan.results)?;
+        let mut timer = StageTimer::start(dev)?;
+        report.push(ProveStage::GpuSetup, t.elapsed());
+
+        // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
+        *stage = ProveStage::NttH;
+        self.fault_at(ProveStage::NttH)?;
+        let abc = [
+            vecs.get(SlotVec::A),
+            vecs.get(SlotVec::B),
+            vecs.get(SlotVec::C),
+        ];
+        ntt.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| ready(k, dev))?;
+        timer.mark(ProveStage::NttH)?;
+        let scalars = Scalars {
+            vecs,
+            h_coeffs: abc[1],
+        };
+
+        let mut lane_timer = None;
+        match resident {
+            Some(r) => r.with_regions(|q| {
+                let scratch = [region(plan.scratch[0])?, region(plan.scratch[1])?];
+                // The H sum on the compute stream, then the witness sums on the lane (in
+                // scratch of their own) or after it on the same stream.
+                let h = &plan.sums[Query::H as usize];
+                self.enqueue_resident(dev, h, &q, &scratch[0], &scalars, &results, stage)?;
+                timer.mark(ProveStage::MsmH)?;
+                let (wdev, wscratch, wtimer) = match lane {
+                    Some(lane) => {
+                        let lt = lane_timer.insert(StageTimer::start(lane)?);
+                        (lane, &scratch[1], lt)
+                    }
+                    None => (dev, &scratch[0], &mut timer),
+                };
+                ready(3, wdev)?;
+                for sum in &plan.sums[1..] {
+                    self.enqueue_resident(wdev, sum, &q, wscratch, &scalars, &results, stage)?;
+                    wtimer.mark(stage_of(sum.query))?;
+                }
+                if let Some(lane) = lane {
+                    // The results are read after the lane's sums.
+                    let done = lane.timing_event()?;
+                    lane.record(&done)?;
+                    dev.wait_on(&done)?;
+                }
+                Ok(())
+            })?,
+            None => {
+                let [d0, d1] = plan
+                    .chunk_bufs
+                    .ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
+                let mut sb = StreamBufs {
+                    device: [region(d0)?, region(d1)?],
+                    pinned: [sh.stream_pins[0].take(), sh.stream_pins[1].take()],
+                    consumed: [dev.timing_event()?, dev.timing_event()?],
+                    used: [false; 2],
+                    scratch: region(plan.scratch[0])?,
+                };
+                let r = self.enqueue_all_streamed(
+                    &plan, &mut sb, srs, &scalars, &results, &mut timer, stage, ready,
+                );
+                sh.stream_pins = sb.pinned;
+                r?;
+            }
+        }
+
+        // The one download: it waits for the compute stream (which waited for the lane).
+        let mut raw = vec![0u8; plan.results.1];
+        dev.download(&mut raw, &results)?;
+        timer.finish(report)?;
+        if let Some(lt) = lane_timer {
+            lt.finish(report)?;
+        }
+        let (sums, others) = plan.combine(&raw)?;
+        self.remember(shape, others);
+        tracing::debug!(
+            gpu = dev.ordinal(),
+            l = others[0],
+            a = others[1],
+            b = others[2],
+            "others per split sum"
+        );
+        Ok(MsmOutputs {
+            h: sums.h,
+            l: sums.l,
+            a: sums.a,
+            b_g1: sums.b_g1,
+            b_g2: sums.b_g2,
+        })
+    }
+
+    /// Enqueues one resident sum on `dev`'s stream (a failed stage is named first).
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_resident(
+        &self,
+        dev: &Arc<Device>,
+        sum: &SumPlan,
+        queries: &[DevRegion<'_>; 5],
+        scratch: &DevRegion<'_>,
+        scalars: &Scalars<'_>,
+        results: &DevRegion<'_>,
+        stage: &mut ProveStage,
+    ) -> Result<()> {
+        *stage = stage_of(sum.query);
+        self.fault_at(*stage)?;
+        if sum.chunks == 0 {
+            return Ok(());
+        }
+        let sc = scalars.of(sum.query, sum.n)?;
+        let out = OutRegions::of(results, sum.chunk_out(0))?;
+        enqueue_chunk(
+            dev,
+            scratch,
+            sum,
+            &queries[sum.query as usize],
+            &sc,
+            sum.n,
+            &out,
+        )
+    }
+
+    /// The five sums with the SRS streamed from host memory, one after another on the
+    /// compute stream.
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_all_streamed(
+        &self,
+        plan: &ProvePlan,
+        sb: &mut StreamBufs<'_>,
+        srs: &Srs,
+        scalars: &Scalars<'_>,
+        results: &DevRegion<'_>,
+        timer: &mut StageTimer<'_>,
+        stage: &mut ProveStage,
+        ready: Ready<'_>,
+    ) -> Result<()> {
+        let dev = &self.dev;
+        for sum in &plan.sums {
+            *stage = stage_of(sum.query);
+            self.fault_at(*stage)?;
+            if sum.query == Query::L {
+                ready(3, dev)?;
+            }
+            let host = match sum.query {
+                Query::H => as_bytes(&srs.h),
+                Query::L => as_bytes(&srs.l),
+                Query::A => as_bytes(&srs.a),
+                Query::BG1 => as_bytes(&srs.b_g1),
+                Query::BG2 => as_bytes(&srs.b_g2),
+            };
+            let sc = scalars.of(sum.query, sum.n)?;
+            enqueue_streamed(dev, sb, sum, host, &sc, results)?;
+            timer.mark(*stage)?;
+        }
+        Ok(())
+    }
+}
