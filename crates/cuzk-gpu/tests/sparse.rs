@@ -215,3 +215,45 @@ fn products_match_the_cpu_on_a_recorded_circuit() {
         check(&dev, &format!("synthetic 2^{lg}"), &asg);
     }
 }
+
+/// The GPU backend proves a deferred assignment to the proof of the evaluated one (same r,
+/// s): with room, a, b, c on the device from matrices uploaded once and kept; without
+/// room (a VRAM budget of 0, the SRS streamed), a, b, c on the CPU. See: #17.
+#[test]
+fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
+    use cuzk_gpu::{GpuBackend, GpuBackendConfig, Residency};
+    use cuzk_groth16::{paramgen, prove, verify, Backend};
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let c = SyntheticCircuit::with_log_n(12, seed, SyntheticShape::default()).expect("valid");
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
+    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+    let r1cs = Arc::new(R1cs::record(c).expect("records"));
+    let roomy = GpuBackend::new(dev.clone());
+    let tight = GpuBackend::with_config(
+        dev.clone(),
+        GpuBackendConfig {
+            residency: Residency::Streamed,
+            vram_budget_bytes: Some(0),
+            ..GpuBackendConfig::default()
+        },
+    );
+    for w in [1u64, 2] {
+        let inst = c.with_witness_seed(seed ^ w);
+        let evaluated = synthesize(inst).expect("synthesizes");
+        let deferred = r1cs.assign_deferred(inst).expect("assigns");
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        for b in [&roomy, &tight] {
+            let (want, _) = prove(&evaluated, &srs, r, s, b).expect("proves evaluated");
+            let (got, _) = prove(&deferred, &srs, r, s, b).expect("proves deferred");
+            assert_eq!(got, want, "seed {seed} witness {w} {}", b.name());
+            let ok = verify(&srs.vk, &got, &deferred.input_assignment[1..]).expect("verifier");
+            assert!(ok, "seed {seed} witness {w}: proof rejected");
+        }
+    }
+    assert_eq!(roomy.matrices_uploads(), 1, "uploaded once, then kept");
+    assert!(roomy.matrices_device_bytes() > 0);
+    assert_eq!(tight.matrices_uploads(), 0, "no room: evaluated on the cpu");
+    assert_eq!(tight.matrices_device_bytes(), 0);
+}
