@@ -4,7 +4,7 @@
 //! coefficients, zero and one values — and on a recorded synthetic circuit. Without a CUDA
 //! device each test prints `skipped: no CUDA device` and passes. Each case prints one JSON
 //! line with the matrices' device bytes and the products' device time; with
-//! `CUZK_SPARSE_BENCH_LG=k` a recorded synthetic circuit of 2^k rows is timed too.
+//! `CUZK_SPARSE_BENCH_LG=k,…` recorded synthetic circuits of 2^k rows are timed too.
 
 use std::sync::Arc;
 
@@ -196,10 +196,8 @@ fn products_match_the_cpu_on_a_recorded_circuit() {
             },
         ),
     ];
-    if let Some(lg) = std::env::var("CUZK_SPARSE_BENCH_LG")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
+    let bench = std::env::var("CUZK_SPARSE_BENCH_LG").unwrap_or_default();
+    for lg in bench.split(',').filter_map(|s| s.trim().parse().ok()) {
         sizes.push((lg, SyntheticShape::default()));
     }
     for (lg, shape) in sizes {
