@@ -113,13 +113,18 @@ impl SumPlan {
         }
     }
 
-    /// Scratch bytes of one chunk's sum.
+    /// Scratch bytes of one chunk's sum. A split sum's are those of its others' MSM at the
+    /// widest-needing window width it can be given (whatever the counts of the last prove),
+    /// so that the arena sized by a first prove holds every later one.
     fn scratch_bytes(&self) -> usize {
         let n = self.chunk;
-        let msm = shape_scratch_bytes(&self.shape(), self.group, n);
         if !self.split {
-            return msm;
+            return shape_scratch_bytes(&self.shape(), self.group, n);
         }
+        let msm = (others_bits(n, 0)..=others_bits(n, n))
+            .map(|c| shape_scratch_bytes(&Shape::plain(c), self.group, n))
+            .max()
+            .unwrap_or(0);
         let packed = if self.packed {
             n * self.group.affine_bytes() + ALIGN
         } else {
@@ -455,6 +460,9 @@ mod tests {
             0,
         );
         assert_eq!(none.sums[Query::L as usize].c, window_bits(1 << 18));
+        // The arena a first prove makes holds the later ones.
+        assert_eq!(cold.total, warm.total);
+        assert_eq!(cold.total, none.total);
         // The H sum keeps the plain width, or the table's.
         assert_eq!(warm.sums[Query::H as usize].c, window_bits((1 << 24) - 1));
     }
