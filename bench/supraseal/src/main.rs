@@ -39,12 +39,13 @@ use serde_json::json;
 
 const USAGE: &str =
     "usage: cuzk-supraseal-bench --params FILE --log-n K [--seed S] [--witness-seed W]
-       [--a-density F] [--b-density F] [--bit-fraction F] [--inputs N] [--no-warmup] [--no-verify]
+       [--a-density F] [--b-density F] [--bit-fraction F] [--inputs N] [--parts N]
+       [--no-warmup] [--no-verify]
   --params FILE      bellperson-format parameters for the circuit (`cuzk gen params`)
   --log-n K          log2 of the circuit's domain (constraints + inputs = 2^K rows)
   --seed S           structure seed of the synthetic circuit (default 0, as `cuzk prove`)
   --witness-seed W   witness seed (default: S)
-  --a-density, --b-density, --bit-fraction, --inputs: the shape, as `cuzk prove`
+  --a-density, --b-density, --bit-fraction, --inputs, --parts: the shape, as `cuzk prove`
   --no-warmup        skip the untimed warm-up proof before \"ready\"
   --no-verify        do not verify proofs (verification is outside the timed region)
 then reads `prove R_HEX S_HEX` / `quit` lines on stdin (see README.md).";
@@ -59,6 +60,7 @@ struct Opts {
     b_density: Option<f64>,
     bit_fraction: Option<f64>,
     inputs: Option<usize>,
+    parts: Option<usize>,
     warmup: bool,
     verify: bool,
 }
@@ -69,6 +71,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
     let mut seed = 0u64;
     let mut witness_seed = None;
     let (mut a_density, mut b_density, mut bit_fraction, mut inputs) = (None, None, None, None);
+    let mut parts = None;
     let mut warmup = true;
     let mut verify = true;
     let mut it = args.iter();
@@ -96,6 +99,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             "--b-density" => b_density = Some(num(flag, value(flag)?)?),
             "--bit-fraction" => bit_fraction = Some(num(flag, value(flag)?)?),
             "--inputs" => inputs = Some(num(flag, value(flag)?)?),
+            "--parts" => parts = Some(num(flag, value(flag)?)?),
             "--no-warmup" => warmup = false,
             "--no-verify" => verify = false,
             "-h" | "--help" => return Err(String::new()),
@@ -111,6 +115,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         b_density,
         bit_fraction,
         inputs,
+        parts,
         warmup,
         verify,
     })
@@ -125,6 +130,7 @@ fn circuit(o: &Opts) -> Result<SyntheticCircuit, String> {
         b_aux_fraction: o.b_density.unwrap_or(d.b_aux_fraction),
         bit_fraction: o.bit_fraction.unwrap_or(d.bit_fraction),
         n_inputs: o.inputs,
+        parts: o.parts.unwrap_or(d.parts),
         ..d
     };
     let c = SyntheticCircuit::with_log_n(o.log_n, o.seed, shape)

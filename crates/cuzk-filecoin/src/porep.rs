@@ -96,6 +96,93 @@ pub fn parse(
     param_dir: &Path,
     opts: crate::ParseOptions,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
+    let (meta, vanilla, size) = read_c1(req, param_dir, opts)?;
+    let wrong_shape = |variant: &str| KindError::InvalidField {
+        field: "vanilla_proof.Phase1Out",
+        reason: format!("vanilla proofs are {variant} but registered_proof is {size}"),
+    };
+    match vanilla {
+        VanillaSealProof::StackedDrg2KiBV1(p) if size == SectorSize::S2KiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        VanillaSealProof::StackedDrg8MiBV1(p) if size == SectorSize::S8MiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        VanillaSealProof::StackedDrg512MiBV1(p) if size == SectorSize::S512MiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        VanillaSealProof::StackedDrg32GiBV1(p) if size == SectorSize::S32GiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        VanillaSealProof::StackedDrg64GiBV1(p) if size == SectorSize::S64GiB => {
+            PoRepC2::boxed(meta, p)
+        }
+        other => Err(wrong_shape(match other {
+            VanillaSealProof::StackedDrg2KiBV1(_) => "2KiB",
+            VanillaSealProof::StackedDrg8MiBV1(_) => "8MiB",
+            VanillaSealProof::StackedDrg512MiBV1(_) => "512MiB",
+            VanillaSealProof::StackedDrg32GiBV1(_) => "32GiB",
+            VanillaSealProof::StackedDrg64GiBV1(_) => "64GiB",
+        })),
+    }
+}
+
+/// Partition `partition_idx` of a PoRep request recorded whole and recorded from its
+/// prefix and one challenge (`cuzk_groth16::recorded::compare_recordings`): `None` when
+/// the two are the same constraint system, else how they differ. For tests and
+/// benchmarks; parses as [`parse`] does.
+///
+/// # Errors
+/// As [`parse`], and [`KindError::Synthesis`] when a recording fails.
+pub fn compare_recordings(
+    req: &ProofRequest,
+    param_dir: &Path,
+    opts: crate::ParseOptions,
+    partition_idx: usize,
+) -> Result<Option<String>, KindError> {
+    fn of<Tree: 'static + MerkleTreeTrait>(
+        meta: C1Meta,
+        proofs: Vec<PartitionVanilla<Tree>>,
+        k: usize,
+    ) -> Result<Option<String>, KindError> {
+        let proof = PoRepC2::new(meta, proofs)?;
+        let vanilla = proof
+            .vanilla_proofs
+            .get(k)
+            .ok_or_else(|| partition::circuit_error(k, "no such partition"))?;
+        let circuit = proof.circuit(vanilla, k)?;
+        let parts = ChallengeParts {
+            proof: &proof,
+            vanilla,
+            partition_idx: k,
+        };
+        cuzk_groth16::recorded::compare_recordings(circuit, &parts).map_err(|e| {
+            KindError::Synthesis {
+                partition_idx: k,
+                reason: e.to_string(),
+            }
+        })
+    }
+    // Every refusal of `parse` first (a size that does not match its proofs included).
+    parse(req, param_dir, opts)?;
+    let (meta, vanilla, _) = read_c1(req, param_dir, opts)?;
+    let k = partition_idx;
+    match vanilla {
+        VanillaSealProof::StackedDrg2KiBV1(p) => of(meta, p, k),
+        VanillaSealProof::StackedDrg8MiBV1(p) => of(meta, p, k),
+        VanillaSealProof::StackedDrg512MiBV1(p) => of(meta, p, k),
+        VanillaSealProof::StackedDrg32GiBV1(p) => of(meta, p, k),
+        VanillaSealProof::StackedDrg64GiBV1(p) => of(meta, p, k),
+    }
+}
+
+/// The request's C1 output, checked against the request: what it says and its vanilla
+/// proofs, and the registered sector size.
+fn read_c1(
+    req: &ProofRequest,
+    param_dir: &Path,
+    opts: crate::ParseOptions,
+) -> Result<(C1Meta, VanillaSealProof, SectorSize), KindError> {
     let Registered::Seal(registered) =
         Registered::from_abi(FilecoinKind::PoRep, req.registered_proof)?
     else {
@@ -201,36 +288,7 @@ pub fn parse(
         replica_id: phase1.replica_id,
         fake: opts.fake_ok,
     };
-    let wrong_shape = |variant: &str| {
-        invalid(
-            "vanilla_proof.Phase1Out",
-            format!("vanilla proofs are {variant} but registered_proof is {size}"),
-        )
-    };
-    match phase1.vanilla_proofs {
-        VanillaSealProof::StackedDrg2KiBV1(p) if size == SectorSize::S2KiB => {
-            PoRepC2::boxed(meta, p)
-        }
-        VanillaSealProof::StackedDrg8MiBV1(p) if size == SectorSize::S8MiB => {
-            PoRepC2::boxed(meta, p)
-        }
-        VanillaSealProof::StackedDrg512MiBV1(p) if size == SectorSize::S512MiB => {
-            PoRepC2::boxed(meta, p)
-        }
-        VanillaSealProof::StackedDrg32GiBV1(p) if size == SectorSize::S32GiB => {
-            PoRepC2::boxed(meta, p)
-        }
-        VanillaSealProof::StackedDrg64GiBV1(p) if size == SectorSize::S64GiB => {
-            PoRepC2::boxed(meta, p)
-        }
-        other => Err(wrong_shape(match other {
-            VanillaSealProof::StackedDrg2KiBV1(_) => "2KiB",
-            VanillaSealProof::StackedDrg8MiBV1(_) => "8MiB",
-            VanillaSealProof::StackedDrg512MiBV1(_) => "512MiB",
-            VanillaSealProof::StackedDrg32GiBV1(_) => "32GiB",
-            VanillaSealProof::StackedDrg64GiBV1(_) => "64GiB",
-        })),
-    }
+    Ok((meta, phase1.vanilla_proofs, size))
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PoRepC2<Tree> {
@@ -382,8 +440,48 @@ struct ChallengeParts<'a, Tree: 'static + MerkleTreeTrait> {
     partition_idx: usize,
 }
 
+/// One piece of a PoRep partition given as its challenges: a one-challenge circuit, or the
+/// prefix alone (`StackedCircuit::synthesize` over no challenge proofs), from which a shape
+/// is recorded together with one challenge (`cuzk_groth16::recorded`).
+enum Piece<Tree: 'static + MerkleTreeTrait> {
+    Challenge(StackedCircuit<Tree, DefaultPieceHasher>),
+    Prefix {
+        replica_id: <Tree::Hasher as Hasher>::Domain,
+        comm_d: Option<DefaultPieceDomain>,
+        comm_r: Option<<Tree::Hasher as Hasher>::Domain>,
+        comm_r_last: <Tree::Hasher as Hasher>::Domain,
+        comm_c: <Tree::Hasher as Hasher>::Domain,
+    },
+}
+
+impl<Tree: 'static + MerkleTreeTrait> bellperson::Circuit<Scalar> for Piece<Tree> {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        match self {
+            Piece::Challenge(circuit) => circuit.synthesize(cs),
+            Piece::Prefix {
+                replica_id,
+                comm_d,
+                comm_r,
+                comm_r_last,
+                comm_c,
+            } => StackedCircuit::<Tree, DefaultPieceHasher>::synthesize(
+                cs,
+                Some(replica_id),
+                comm_d,
+                comm_r,
+                Some(comm_r_last),
+                Some(comm_c),
+                Vec::new(),
+            ),
+        }
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> Parts for ChallengeParts<'_, Tree> {
-    type Part = StackedCircuit<Tree, DefaultPieceHasher>;
+    type Part = Piece<Tree>;
 
     fn n_parts(&self) -> usize {
         self.vanilla.len()
@@ -396,10 +494,29 @@ impl<Tree: 'static + MerkleTreeTrait> Parts for ChallengeParts<'_, Tree> {
         })?;
         self.proof
             .circuit(&vec![one.clone()], self.partition_idx)
+            .map(Piece::Challenge)
             .map_err(|e| SynthesisError::Part {
                 part: j,
                 reason: e.to_string(),
             })
+    }
+
+    /// The values `StackedCompound::circuit` gives the prefix: the replica id and the
+    /// commitments of the public inputs, comm_r_last and comm_c of the first challenge
+    /// (the same in every challenge of a partition: `circuit` checks it).
+    fn prefix(&self) -> Result<Option<Piece<Tree>>, SynthesisError> {
+        let first = self.vanilla.first().ok_or_else(|| SynthesisError::Part {
+            part: 0,
+            reason: "a partition without challenges".into(),
+        })?;
+        let pub_inputs = &self.proof.pub_inputs;
+        Ok(Some(Piece::Prefix {
+            replica_id: pub_inputs.replica_id,
+            comm_d: pub_inputs.tau.as_ref().map(|t| t.comm_d),
+            comm_r: pub_inputs.tau.as_ref().map(|t| t.comm_r),
+            comm_r_last: first.comm_r_last(),
+            comm_c: first.comm_c(),
+        }))
     }
 }
 

@@ -519,6 +519,12 @@ fn next_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+// Recording a shape from its prefix and one part: a child module, for the matrices' fields.
+#[path = "recorded_parts.rs"]
+mod parts;
+pub use parts::compare_recordings;
+pub(crate) use parts::record_from_parts;
+
 pub use crate::shape_cache::{
     layout, recorded_bytes, set_budget, set_deferred, synthesize_cached, synthesize_cached_parts,
     with_deferred, with_path, CachedPath, DEFAULT_BUDGET,

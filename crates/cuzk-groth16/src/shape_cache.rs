@@ -145,9 +145,12 @@ pub fn synthesize_cached<C: Circuit<Scalar> + Clone>(
 
 /// [`synthesize_cached`] for a circuit that is also given as its [`Parts`]: once the shape
 /// is recorded, later calls compute the witness part by part on the current rayon pool.
-/// The first call finds the layout from two parts (the first and the last) and checks
-/// their values against the recording run's witness; a circuit whose parts do not split
-/// that way keeps the whole-circuit witness. Same result either way.
+/// The first call records the shape from the prefix and one part when the parts can give
+/// their prefix and are of one structure ([`R1cs::record_parts`], `recorded_parts.rs`), its
+/// own witness already part by part; otherwise it records the whole circuit, finds the
+/// layout from two parts (the first and the last) and checks their values against the
+/// recording run's witness. A circuit whose parts do not split keeps the whole-circuit
+/// witness. Same result either way.
 ///
 /// # Errors
 /// As [`crate::synthesize`].
@@ -183,21 +186,32 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
     let mut first: Option<Result<Assignment, SynthesisError>> = None;
     let recorded = cell.shape.get_or_init(|| {
         let t = std::time::Instant::now();
-        let (r1cs, asg) = match R1cs::record_with_assignment(circuit.clone()) {
-            Ok(done) => done,
-            Err(e) => {
-                tracing::warn!(circuit_id, "not recorded, synthesizing each time: {e}");
-                first = Some(Err(e));
-                return None;
+        // From the prefix and one part where the parts allow it (`recorded_parts.rs`),
+        // else the whole circuit.
+        let from_parts = parts
+            .filter(|_| path == CachedPath::Parts)
+            .and_then(|p| crate::recorded::record_from_parts(circuit_id, p));
+        let (r1cs, layout, asg) = match from_parts {
+            Some((r1cs, layout, asg)) => (r1cs, Some(layout), asg),
+            None => {
+                let (r1cs, asg) = match R1cs::record_with_assignment(circuit.clone()) {
+                    Ok(done) => done,
+                    Err(e) => {
+                        tracing::warn!(circuit_id, "not recorded, synthesizing each time: {e}");
+                        first = Some(Err(e));
+                        return None;
+                    }
+                };
+                let layout = parts.and_then(|p| match find_layout(&asg, r1cs.counts(), p) {
+                    Ok(layout) => Some(layout),
+                    Err(why) => {
+                        tracing::warn!(circuit_id, "witness of the whole circuit: {why}");
+                        None
+                    }
+                });
+                (r1cs, layout, asg)
             }
         };
-        let layout = parts.and_then(|p| match find_layout(&asg, r1cs.counts(), p) {
-            Ok(layout) => Some(layout),
-            Err(why) => {
-                tracing::warn!(circuit_id, "witness of the whole circuit: {why}");
-                None
-            }
-        });
         first = Some(Ok(asg));
         let bytes = r1cs.host_bytes() as u64;
         let used = cache().bytes.load(Ordering::Relaxed);

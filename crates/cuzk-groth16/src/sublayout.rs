@@ -35,6 +35,16 @@ pub trait Parts: Sync {
     /// # Errors
     /// [`SynthesisError::Part`] when the part cannot be built.
     fn part(&self, j: usize) -> Result<Self::Part, SynthesisError>;
+
+    /// The shared prefix alone, as a circuit, when the caller can build one: it lets a
+    /// shape be recorded from the prefix and one part instead of the whole circuit
+    /// (`recorded_parts.rs`). `None` (the default): record the whole circuit.
+    ///
+    /// # Errors
+    /// [`SynthesisError::Part`] when the prefix cannot be built.
+    fn prefix(&self) -> Result<Option<Self::Part>, SynthesisError> {
+        Ok(None)
+    }
 }
 
 /// Where the parts' variables sit: a prefix, then `n_parts` blocks of `stride`.
@@ -111,9 +121,17 @@ impl SubLayout {
 
 /// Runs part `j` witness-only into growing vectors (to derive or check a layout).
 pub(crate) fn witness_of_part<P: Parts>(parts: &P, j: usize) -> Result<WitnessCs, SynthesisError> {
+    witness_of(parts.part(j)?)
+}
+
+/// Runs the prefix alone witness-only, when `parts` can build it ([`Parts::prefix`]).
+pub(crate) fn witness_of_prefix<P: Parts>(parts: &P) -> Result<Option<WitnessCs>, SynthesisError> {
+    parts.prefix()?.map(witness_of).transpose()
+}
+
+fn witness_of<C: Circuit<Scalar>>(circuit: C) -> Result<WitnessCs, SynthesisError> {
     let mut cs = WitnessCs::with_capacity(Counts::default());
-    parts
-        .part(j)?
+    circuit
         .synthesize(&mut cs)
         .map_err(|source| SynthesisError::Circuit {
             n_constraints: cs.constraints,
@@ -298,6 +316,14 @@ mod tests {
                 ..self.clone()
             })
         }
+
+        /// No sub-circuit is `usize::MAX`: the prefix alone.
+        fn prefix(&self) -> Result<Option<Toy>, SynthesisError> {
+            Ok(Some(Toy {
+                only: Some(usize::MAX),
+                ..self.clone()
+            }))
+        }
     }
 
     fn toy(x: u64, n: usize) -> Toy {
@@ -354,6 +380,28 @@ mod tests {
         assert!(err.to_string().contains("part 2 has"), "{err}");
         let err = r.assign_parts(&layout, &toy(9, 5)).expect_err("5 parts");
         assert!(err.to_string().contains("5 parts against"), "{err}");
+    }
+
+    /// The toy's parts are not of one structure (part j's constant `j` sits in a
+    /// coefficient): recording it from one part is refused, naming the last part, and the
+    /// cache records it whole. (The synthetic circuit's parts are of one structure:
+    /// `recorded_parts.rs` tests those.)
+    #[test]
+    fn parts_of_another_structure_are_not_recorded_from_one() {
+        let err = R1cs::record_parts(&toy(1, 4)).expect_err("part 3 differs");
+        assert!(
+            err.to_string().contains("part 3 is not recorded as part 0"),
+            "{err}"
+        );
+        let id = "test-sublayout-toy-structures";
+        for x in [7u64, 8] {
+            let got = crate::recorded::synthesize_cached_parts(id, toy(x, 4), &toy(x, 4));
+            assert_eq!(
+                got.expect("cached"),
+                crate::synthesize(toy(x, 4)).expect("plain")
+            );
+        }
+        assert_eq!(crate::recorded::layout(id).map(|l| l.n_parts), Some(4));
     }
 
     /// Counts that do not split give no layout.

@@ -18,6 +18,14 @@
 //! multiplication gate uses it in B. Operands come from recent variables, so synthesis
 //! needs only O(1) memory beyond the constraint system. Everything is deterministic in
 //! the seed.
+//!
+//! With [`SyntheticShape::parts`] = n ≥ 2 the circuit is laid out as a PoRep partition is
+//! (a short prefix, then 18 identical challenges): a prefix of [`PREFIX`] constraints, then
+//! n sub-circuits of one structure that read the prefix's variables but never each other's,
+//! each with its own witness values. The circuit is then also given as its
+//! [`Parts`](crate::sublayout::Parts), so a recorded shape computes its witness part by
+//! part on many threads, as PoRep's challenges do. One part (the default) is one sequential
+//! circuit, the one every earlier parameters file was made for.
 
 use std::collections::VecDeque;
 
@@ -27,7 +35,12 @@ use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::sublayout::Parts;
 use crate::Scalar;
+
+/// Constraints of the prefix of a circuit given as parts, besides two per public input it
+/// binds: enough to fill the operand pools the sub-circuits start from.
+pub const PREFIX: usize = 256;
 
 /// Density and value mix of a synthetic circuit. Defaults match a 32 GiB PoRep partition.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,6 +58,9 @@ pub struct SyntheticShape {
     /// Public inputs including `ONE`; `None` scales with the size (see
     /// [`SyntheticCircuit::default_inputs`]).
     pub n_inputs: Option<usize>,
+    /// Independent sub-circuits after a short prefix (a 32 GiB PoRep partition has 18
+    /// challenges); 1, the default, is one sequential circuit.
+    pub parts: usize,
 }
 
 impl Default for SyntheticShape {
@@ -55,6 +71,7 @@ impl Default for SyntheticShape {
             b_input_fraction: 1.0 / 328.0,
             bit_fraction: 0.9,
             n_inputs: None,
+            parts: 1,
         }
     }
 }
@@ -105,6 +122,78 @@ pub enum SyntheticError {
         /// What was asked.
         lg: u32,
     },
+    /// No parts.
+    #[error("a circuit has at least 1 part, got 0")]
+    NoParts,
+}
+
+/// A run of constraints that binds `inputs` public inputs, the first `b_inputs` of them in B.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Segment {
+    constraints: usize,
+    inputs: usize,
+    b_inputs: usize,
+}
+
+/// How a circuit is laid out: the prefix, then `parts` sub-circuits of one shape (for a
+/// sequential circuit the prefix is the whole circuit and there are no parts).
+#[derive(Clone, Copy, Debug)]
+struct Split {
+    prefix: Segment,
+    part: Segment,
+    parts: usize,
+}
+
+impl Split {
+    /// The layout of `n_constraints` binding `n_inputs` (with `ONE`) in `shape.parts`
+    /// parts: the public inputs other than `ONE` shared evenly (the rest in the prefix),
+    /// the B-bound ones first in the prefix, then evenly over the parts; the constraints
+    /// shared evenly after at least [`PREFIX`] plus two per prefix input.
+    fn of(n_constraints: usize, n_inputs: usize, shape: &SyntheticShape) -> Split {
+        let n_pub = n_inputs.saturating_sub(1);
+        let n_b = ((n_inputs as f64 * shape.b_input_fraction).round() as usize).saturating_sub(1);
+        let parts = shape.parts;
+        if parts <= 1 {
+            let whole = Segment {
+                constraints: n_constraints,
+                inputs: n_pub,
+                b_inputs: n_b,
+            };
+            return Split {
+                prefix: whole,
+                part: Segment::default(),
+                parts: 0,
+            };
+        }
+        let part_pub = n_pub / parts;
+        let prefix_pub = n_pub - parts * part_pub;
+        let prefix_b = n_b.min(prefix_pub);
+        let part_b = (n_b - prefix_b).div_ceil(parts).min(part_pub);
+        let part_c = n_constraints.saturating_sub(PREFIX + 2 * prefix_pub) / parts;
+        Split {
+            prefix: Segment {
+                constraints: n_constraints - parts * part_c,
+                inputs: prefix_pub,
+                b_inputs: prefix_b,
+            },
+            part: Segment {
+                constraints: part_c,
+                inputs: part_pub,
+                b_inputs: part_b,
+            },
+            parts,
+        }
+    }
+
+    /// The fewest constraints this many inputs and parts need.
+    fn min_constraints(n_inputs: usize, parts: usize) -> usize {
+        let n_pub = n_inputs.saturating_sub(1);
+        if parts <= 1 {
+            return 2 * n_inputs;
+        }
+        let part_pub = n_pub / parts;
+        PREFIX + 2 * (n_pub - parts * part_pub) + parts * (2 * part_pub + 1)
+    }
 }
 
 impl SyntheticCircuit {
@@ -127,11 +216,14 @@ impl SyntheticCircuit {
                 return Err(SyntheticError::BadFraction { name, value });
             }
         }
+        if shape.parts == 0 {
+            return Err(SyntheticError::NoParts);
+        }
         let n_inputs = shape
             .n_inputs
             .unwrap_or_else(|| Self::default_inputs(n_constraints))
             .max(1);
-        let min = 2 * n_inputs;
+        let min = Split::min_constraints(n_inputs, shape.parts);
         if n_constraints < min {
             return Err(SyntheticError::TooSmall {
                 n_constraints,
@@ -187,11 +279,68 @@ impl SyntheticCircuit {
     pub fn n_rows(&self) -> usize {
         self.n_constraints + self.n_inputs
     }
+
+    fn split(&self) -> Split {
+        Split::of(self.n_constraints, self.n_inputs, &self.shape)
+    }
 }
 
 impl Circuit<Scalar> for SyntheticCircuit {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        Generator::new(&self).run(cs, &self)
+        Generator::new(&self).run(cs, &self, Pieces::All)
+    }
+}
+
+/// What a run synthesizes: the whole circuit, its prefix alone, or its prefix and one part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pieces {
+    All,
+    Prefix,
+    Part(usize),
+}
+
+/// One piece of a [`SyntheticCircuit`] given as its [`Parts`]: the prefix, followed by
+/// sub-circuit `part` when that is set.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SyntheticPart {
+    circuit: SyntheticCircuit,
+    part: Option<usize>,
+}
+
+impl Circuit<Scalar> for SyntheticPart {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let pieces = self.part.map_or(Pieces::Prefix, Pieces::Part);
+        Generator::new(&self.circuit).run(cs, &self.circuit, pieces)
+    }
+}
+
+/// A circuit of [`SyntheticShape::parts`] ≥ 2 as its prefix and sub-circuits; a sequential
+/// one has no parts (`n_parts` 0).
+impl Parts for SyntheticCircuit {
+    type Part = SyntheticPart;
+
+    fn n_parts(&self) -> usize {
+        self.split().parts
+    }
+
+    fn part(&self, j: usize) -> Result<SyntheticPart, crate::SynthesisError> {
+        if j >= self.n_parts() {
+            return Err(crate::SynthesisError::Part {
+                part: j,
+                reason: format!("a synthetic circuit of {} parts", self.n_parts()),
+            });
+        }
+        Ok(SyntheticPart {
+            circuit: *self,
+            part: Some(j),
+        })
+    }
+
+    fn prefix(&self) -> Result<Option<SyntheticPart>, crate::SynthesisError> {
+        Ok((self.n_parts() > 0).then_some(SyntheticPart {
+            circuit: *self,
+            part: None,
+        }))
     }
 }
 
@@ -206,6 +355,7 @@ struct Var {
 }
 
 /// A fixed-size pool of recent variables, sampled uniformly.
+#[derive(Clone)]
 struct Ring {
     items: Vec<Var>,
     next: usize,
@@ -236,6 +386,7 @@ impl Ring {
     }
 }
 
+#[derive(Clone)]
 struct Generator {
     /// Drives the structure only, never a value.
     rng: ChaCha8Rng,
@@ -255,8 +406,6 @@ struct Generator {
     a_any: Ring,
     /// Probability that a non-boolean-allocated variable is held out of A for good.
     p_skip_a: f64,
-    /// How many inputs besides `ONE` get bound in B.
-    n_b_inputs: usize,
 }
 
 impl Generator {
@@ -268,8 +417,6 @@ impl Generator {
             d if d > 0.0 => ((1.0 - s.a_aux_fraction) / d).clamp(0.0, 1.0),
             _ => 0.0,
         };
-        let n_b_inputs =
-            ((c.n_inputs as f64 * s.b_input_fraction).round() as usize).saturating_sub(1);
         Generator {
             rng: ChaCha8Rng::seed_from_u64(c.seed),
             values: ChaCha8Rng::seed_from_u64(c.witness_seed),
@@ -281,28 +428,54 @@ impl Generator {
             a_bits: Ring::new(),
             a_any: Ring::new(),
             p_skip_a,
-            n_b_inputs,
         }
     }
 
+    /// The prefix, then the sub-circuits `pieces` asks for. Every sub-circuit starts from
+    /// the generator as the prefix left it (same structure: the structure stream is
+    /// cloned) with a witness stream of its own (stream j + 1 of the witness seed; the
+    /// prefix draws from stream 0).
     fn run<CS: ConstraintSystem<Scalar>>(
         mut self,
         cs: &mut CS,
         c: &SyntheticCircuit,
+        pieces: Pieces,
     ) -> Result<(), SynthesisError> {
-        let n_pub = c.n_inputs - 1;
+        let split = c.split();
+        self.segment(cs, split.prefix, &c.shape)?;
+        let parts = match pieces {
+            Pieces::All => 0..split.parts,
+            Pieces::Prefix => 0..0,
+            Pieces::Part(j) => j..j + 1,
+        };
+        for j in parts {
+            let mut part = self.clone();
+            part.values = ChaCha8Rng::seed_from_u64(c.witness_seed);
+            part.values.set_stream(j as u64 + 1);
+            part.segment(cs, split.part, &c.shape)?;
+        }
+        Ok(())
+    }
+
+    /// `seg.constraints` constraints, binding `seg.inputs` public inputs on the way.
+    fn segment<CS: ConstraintSystem<Scalar>>(
+        &mut self,
+        cs: &mut CS,
+        seg: Segment,
+        shape: &SyntheticShape,
+    ) -> Result<(), SynthesisError> {
         let mut next_input = 0usize;
-        for step in 0..c.n_constraints {
+        for step in 0..seg.constraints {
             // Inputs are allocated late and spread out, as real circuits do.
-            let input_due =
-                next_input < n_pub && step >= (next_input + 1) * c.n_constraints / (n_pub + 1);
+            let input_due = next_input < seg.inputs
+                && step >= (next_input + 1) * seg.constraints / (seg.inputs + 1);
             if input_due {
-                self.bind_input(cs, next_input < self.n_b_inputs)?;
+                self.bind_input(cs, next_input < seg.b_inputs)?;
                 next_input += 1;
                 continue;
             }
-            let is_bit = self.rng.gen_bool(c.shape.bit_fraction);
-            let in_b = self.rng.gen_bool(c.shape.b_aux_fraction);
+            let is_bit = self.rng.gen_bool(shape.bit_fraction);
+            let in_b = self.rng.gen_bool(shape.b_aux_fraction);
             match (is_bit, in_b) {
                 (true, true) => self.boolean(cs)?,
                 (true, false) => match self.b_bits.pick(&mut self.rng) {
@@ -312,7 +485,7 @@ impl Generator {
                 (false, in_b) => self.mul_gate(cs, in_b)?,
             }
         }
-        debug_assert_eq!(next_input, n_pub);
+        debug_assert_eq!(next_input, seg.inputs);
         Ok(())
     }
 
@@ -502,6 +675,7 @@ mod tests {
             b_input_fraction: 0.5,
             bit_fraction: 0.5,
             n_inputs: Some(20),
+            parts: 1,
         };
         let c = SyntheticCircuit::with_log_n(13, 4, shape).expect("valid size");
         let asg = crate::synthesize(c).expect("synthesizes");
@@ -549,6 +723,117 @@ mod tests {
         }
     }
 
+    /// FNV-1a over a, b, c, the inputs and the aux values.
+    fn digest(asg: &crate::Assignment) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let values = asg.a.iter().chain(&asg.b).chain(&asg.c);
+        for v in values
+            .chain(&asg.input_assignment)
+            .chain(&asg.aux_assignment)
+        {
+            for byte in v.to_bytes_le() {
+                h ^= u64::from(byte);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    /// One part (the default) is exactly the circuit every earlier parameters file and
+    /// the SupraSeal baseline were made for: digests taken from the code before parts.
+    #[test]
+    fn one_part_is_the_sequential_circuit_of_before() {
+        for (lg, seed, w, want) in [
+            (10u32, 7u64, 9u64, 0x4a8e_cdcb_5385_642c_u64),
+            (12, 1, 1, 0x1874_388c_65cd_8b16),
+        ] {
+            let c = SyntheticCircuit::with_log_n(lg, seed, SyntheticShape::default())
+                .expect("valid size")
+                .with_witness_seed(w);
+            assert_eq!(c.n_parts(), 0, "a sequential circuit has no parts");
+            let asg = crate::synthesize(c).expect("synthesizes");
+            assert_eq!(digest(&asg), want, "2^{lg}, seed {seed}, witness {w}");
+        }
+    }
+
+    fn parted(lg: u32, parts: usize) -> SyntheticCircuit {
+        let shape = SyntheticShape {
+            parts,
+            ..SyntheticShape::default()
+        };
+        SyntheticCircuit::with_log_n(lg, 3, shape).expect("valid size")
+    }
+
+    /// Given as parts, the circuit still fills its domain, every row holds, its densities
+    /// stay near the shape's, and the layout found from one part is the prefix of
+    /// [`PREFIX`] constraints plus the rest, then equal parts. See: #17.
+    #[test]
+    fn parts_keep_the_shape_and_split_evenly() {
+        use crate::sublayout::SubLayout;
+        use crate::witness::Counts;
+        let c = parted(14, 18);
+        assert_eq!(c.n_parts(), 18);
+        let asg = crate::synthesize(c).expect("synthesizes");
+        assert_eq!(asg.n_rows(), 1 << 14);
+        for (j, ((a, b), cc)) in asg.a.iter().zip(&asg.b).zip(&asg.c).enumerate() {
+            assert_eq!(a * b, *cc, "row {j} unsatisfied");
+        }
+        let n_aux = asg.aux_assignment.len() as f64;
+        let a_frac = asg.a_aux_density.count_ones() as f64 / n_aux;
+        let b_frac = asg.b_aux_density.count_ones() as f64 / n_aux;
+        assert!((a_frac - 0.997).abs() < 0.003, "A density {a_frac}");
+        assert!((b_frac - 0.25).abs() < 0.02, "B density {b_frac}");
+        let total = Counts {
+            inputs: asg.input_assignment.len(),
+            aux: asg.aux_assignment.len(),
+            constraints: asg.n_rows() - asg.input_assignment.len(),
+        };
+        let one = crate::sublayout::witness_of_part(&c, 5)
+            .expect("part 5")
+            .counts();
+        let layout = SubLayout::derive(total, one, 18).expect("splits");
+        // 16 inputs: ONE, then 15 public ones, none per part (15 / 18), all in the prefix.
+        assert_eq!(layout.prefix.inputs, 16);
+        assert_eq!(layout.stride.inputs, 0);
+        let part_c = (c.n_constraints - PREFIX - 2 * 15) / 18;
+        assert_eq!(layout.stride.constraints, part_c);
+        assert_eq!(layout.prefix.constraints, c.n_constraints - 18 * part_c);
+        let prefix = crate::sublayout::witness_of_prefix(&c)
+            .expect("prefix")
+            .expect("a circuit of parts has a prefix");
+        assert_eq!(prefix.counts(), layout.prefix);
+    }
+
+    /// The witness computed part by part on the rayon pool, then a, b, c from the
+    /// recording, is plain synthesis's assignment, for several part counts, sizes (inputs
+    /// in the parts from 2^19 rows up: 327 / 18 = 18 per part at 2^19; here 2^12 with 40
+    /// inputs) and witnesses. See: #17.
+    #[test]
+    fn parts_give_the_plain_assignment() {
+        use crate::recorded::R1cs;
+        use crate::sublayout::SubLayout;
+        for (lg, parts, inputs) in [(10u32, 2usize, None), (12, 3, Some(40)), (12, 18, None)] {
+            let shape = SyntheticShape {
+                parts,
+                n_inputs: inputs,
+                b_input_fraction: 0.25,
+                ..SyntheticShape::default()
+            };
+            let c = SyntheticCircuit::with_log_n(lg, 11, shape).expect("valid size");
+            let r = R1cs::record(c).expect("records");
+            let one = crate::sublayout::witness_of_part(&c, 0)
+                .expect("part 0")
+                .counts();
+            let layout = SubLayout::derive(r.counts(), one, parts).expect("splits");
+            for w in [1u64, 2] {
+                let inst = c.with_witness_seed(w);
+                let want = crate::synthesize(inst).expect("synthesizes");
+                let got = r.assign_parts(&layout, &inst).expect("assigns");
+                assert_eq!(got, want, "2^{lg}, {parts} parts, witness {w}");
+            }
+        }
+    }
+
     #[test]
     fn bad_shapes_are_refused() {
         let bad = SyntheticShape {
@@ -574,5 +859,21 @@ mod tests {
             SyntheticCircuit::with_log_n(2, 0, SyntheticShape::default()),
             Err(SyntheticError::BadLogN { lg: 2 })
         ));
+        let parts = |parts| SyntheticShape {
+            parts,
+            ..SyntheticShape::default()
+        };
+        assert!(matches!(
+            SyntheticCircuit::with_log_n(10, 0, parts(0)),
+            Err(SyntheticError::NoParts)
+        ));
+        // 2^8 rows cannot hold a prefix of 256 constraints and 18 parts.
+        assert!(matches!(
+            SyntheticCircuit::with_log_n(8, 0, parts(18)),
+            Err(SyntheticError::TooSmall { .. })
+        ));
+        let c = SyntheticCircuit::with_log_n(10, 0, parts(4)).expect("valid");
+        let err = c.part(4).expect_err("parts 0..4");
+        assert!(err.to_string().contains("of 4 parts"), "{err}");
     }
 }

@@ -2,8 +2,10 @@
 //! through the recording with the whole circuit's witness, and through the recording with
 //! the witness part by part in parallel (PoRep's challenges; PoSt's sectors through the
 //! extensible witness system) gives one and the same assignment, for every partition of
-//! every kind; with a, b, c deferred to the backend, the same once evaluated. The proofs
-//! themselves are checked end to end in `prove_2k.rs`. See: #17.
+//! every kind; PoRep's shape, recorded by the first call from its prefix and one challenge,
+//! is the whole circuit's recording; with a, b, c deferred to the backend, the assignment is
+//! the same once evaluated. The proofs themselves are checked end to end in `prove_2k.rs`.
+//! See: #17.
 
 use cuzk_filecoin::{parse, FilecoinKind};
 use cuzk_groth16::recorded::{layout, with_deferred, with_path, CachedPath};
@@ -57,6 +59,26 @@ fn porep_challenges_in_parallel_give_the_plain_assignment() {
         }
     );
     assert!(l.n_parts >= 2, "{l:?}");
+}
+
+/// A PoRep partition's shape recorded from its prefix and one challenge, the challenges'
+/// rows repeated with their columns moved into each challenge's range, is the very
+/// recording of the whole partition circuit. See: #17.
+#[test]
+fn porep_recorded_from_one_challenge_is_the_whole_recording() {
+    let sector = crate::common::sector_2k();
+    let request = sector.request(FilecoinKind::PoRep).expect("request");
+    let proof = parse(FilecoinKind::PoRep, &request).expect("parse");
+    for k in 0..proof.num_partitions() {
+        let diff = cuzk_filecoin::porep::compare_recordings(
+            &request,
+            &crate::common::param_dir(),
+            cuzk_filecoin::ParseOptions::default(),
+            k,
+        )
+        .expect("both recordings");
+        assert_eq!(diff, None, "partition {k}");
+    }
 }
 
 #[test]

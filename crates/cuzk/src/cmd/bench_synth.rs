@@ -1,7 +1,9 @@
 //! `cuzk bench synth`: circuit synthesis, plain (`cuzk_groth16::synthesize`) against the
 //! recorded constraint system (`cuzk_groth16::recorded`: record once, then witness plus
 //! parallel sparse products), on the synthetic PoRep-shaped circuit; alternating runs with
-//! fresh witnesses, medians, the two assignments required equal. One JSON line per size.
+//! fresh witnesses, medians, the assignments required equal. One JSON line per size. With
+//! `--parts N` the circuit is a prefix plus N parts: the shape is also recorded from the
+//! prefix and one part, and the witness also computed part by part on the rayon pool.
 //! With `--kind K --sector DIR`: the same for partition 0 of a Filecoin test sector's
 //! request (`cuzk gen sector`), through the kind's own synthesis; with `--kind K --request
 //! FILE --fake`, of a fake request of the true shape at any size (`cuzk gen request`: its
@@ -39,6 +41,9 @@ pub struct Args {
     /// circuits have the real shape, which is what synthesis measures).
     #[arg(long, requires = "request")]
     pub fake: bool,
+    /// The synthetic circuit as a prefix plus this many parts (1: one sequential circuit).
+    #[arg(long, default_value_t = 1, conflicts_with = "kind")]
+    pub parts: usize,
 }
 
 /// Runs the comparison for each size.
@@ -71,40 +76,62 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return run_filecoin(kind, &request, fake, args.reps);
     }
     for &lg in &args.log_n {
-        let c = SyntheticCircuit::with_log_n(lg, 7, SyntheticShape::default())?;
+        let shape = SyntheticShape {
+            parts: args.parts,
+            ..SyntheticShape::default()
+        };
+        let c = SyntheticCircuit::with_log_n(lg, 7, shape)?;
+        let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let r = R1cs::record(c).context("recording")?;
-        let record_ms = t.elapsed().as_secs_f64() * 1e3;
-        let (mut plain, mut recorded) = (Vec::new(), Vec::new());
+        let record_ms = ms(t);
+        // From the prefix and one part, when the circuit comes in parts.
+        let t = Instant::now();
+        let from_parts = R1cs::record_parts(&c).context("recording from parts")?;
+        let record_parts_ms = from_parts.as_ref().map(|_| ms(t));
+        let (mut plain, mut recorded, mut parted) = (Vec::new(), Vec::new(), Vec::new());
         for rep in 0..args.reps {
             let inst = c.with_witness_seed(1000 + rep as u64);
             let t = Instant::now();
             let a = cuzk_groth16::synthesize(inst)?;
-            plain.push(t.elapsed().as_secs_f64() * 1e3);
+            plain.push(ms(t));
             let t = Instant::now();
             let b = r.assign(inst)?;
-            recorded.push(t.elapsed().as_secs_f64() * 1e3);
+            recorded.push(ms(t));
             if a != b {
                 bail!("2^{lg} rep {rep}: the recorded assignment differs from synthesize's");
             }
+            drop(b);
+            if let Some((rp, layout)) = &from_parts {
+                let t = Instant::now();
+                let b = rp.assign_parts(layout, &inst)?;
+                parted.push(ms(t));
+                if a != b {
+                    bail!("2^{lg} rep {rep}: the parts' assignment differs from synthesize's");
+                }
+            }
         }
         let (p, q) = (median(&plain), median(&recorded));
-        println!(
-            "{}",
-            serde_json::json!({
-                "op": "synth",
-                "log_n": lg,
-                "constraints": r.n_constraints(),
-                "record_ms": round1(record_ms),
-                "recorded_bytes": r.host_bytes(),
-                "synthesize_ms_median": round1(p),
-                "recorded_ms_median": round1(q),
-                "speedup": ratio(p, q),
-                "equal": true,
-                "reps": args.reps,
-                "threads": threads(),
-            })
-        );
+        let mut line = serde_json::json!({
+            "op": "synth",
+            "log_n": lg,
+            "constraints": r.n_constraints(),
+            "parts": c.shape.parts,
+            "record_ms": round1(record_ms),
+            "recorded_bytes": r.host_bytes(),
+            "synthesize_ms_median": round1(p),
+            "recorded_ms_median": round1(q),
+            "speedup": ratio(p, q),
+            "equal": true,
+            "reps": args.reps,
+            "threads": threads(),
+        });
+        if let Some(rp_ms) = record_parts_ms {
+            line["record_from_parts_ms"] = round1(rp_ms);
+            line["recorded_parts_ms_median"] = round1(median(&parted));
+            line["speedup_parts"] = ratio(p, median(&parted));
+        }
+        println!("{line}");
     }
     Ok(())
 }

@@ -51,6 +51,11 @@ pub struct ShapeArgs {
     /// Public inputs including ONE (default: scales with the size, 328 from 2^19).
     #[arg(long)]
     pub inputs: Option<usize>,
+    /// Independent sub-circuits after a short prefix, as a PoRep partition's 18 challenges
+    /// (default 1: one sequential circuit); a recorded shape computes their witness in
+    /// parallel.
+    #[arg(long)]
+    pub parts: Option<usize>,
 }
 
 impl ShapeArgs {
@@ -62,6 +67,7 @@ impl ShapeArgs {
             b_aux_fraction: self.b_density.unwrap_or(d.b_aux_fraction),
             bit_fraction: self.bit_fraction.unwrap_or(d.bit_fraction),
             n_inputs: self.inputs,
+            parts: self.parts.unwrap_or(d.parts),
             ..d
         }
     }
@@ -85,6 +91,7 @@ impl ShapeArgs {
         push("--b-density", self.b_density.map(|x| x.to_string()));
         push("--bit-fraction", self.bit_fraction.map(|x| x.to_string()));
         push("--inputs", self.inputs.map(|x| x.to_string()));
+        push("--parts", self.parts.map(|x| x.to_string()));
         v
     }
 }

@@ -146,3 +146,46 @@ fn bench_batch_proves_a_fake_2kib_request_twice_and_reports_the_run() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--fake"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `bench prove`'s head-to-head synthesizes as the daemon does: the shape recorded once
+/// (timed apart), then each proof's witness part by part through the shape cache, with
+/// plain synthesis reported beside it and required equal. See: #17.
+#[test]
+fn bench_prove_reports_the_recorded_parts_path_and_plain_beside_it() {
+    let dir = std::env::temp_dir().join(format!("cuzk-bench-prove-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = cuzk(&[
+        "bench",
+        "prove",
+        "--backend",
+        "cpu",
+        "--compare",
+        "cpu",
+        "--log-n",
+        "10",
+        "--parts",
+        "4",
+        "--reps",
+        "1",
+        "--params-dir",
+        s(&dir),
+    ]);
+    let line = json_line(&stdout_of(&out, "bench prove --parts 4"));
+    eprintln!("{line}");
+    assert_eq!(line["op"], "prove_head_to_head");
+    assert_eq!(line["parts"], 4, "the witness ran in 4 parts");
+    assert_eq!(line["synthesis_path"], "recorded+parts");
+    assert_eq!(line["equal_assignments"], true);
+    assert!(line["recorded_bytes"].as_u64().is_some_and(|v| v > 0));
+    for key in [
+        "record_ms",
+        "synthesis_ms_median",
+        "plain_synthesis_ms_median",
+        "cpu_ms_median",
+        "cpu_plain_ms_median",
+        "cpu_prove_ms_median",
+    ] {
+        assert!(line[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
