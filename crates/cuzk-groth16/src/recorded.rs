@@ -526,8 +526,8 @@ pub use parts::compare_recordings;
 pub(crate) use parts::record_from_parts;
 
 pub use crate::shape_cache::{
-    layout, recorded_bytes, set_budget, set_deferred, synthesize_cached, synthesize_cached_parts,
-    with_deferred, with_path, CachedPath, DEFAULT_BUDGET,
+    deferred, layout, recorded_bytes, set_budget, set_deferred, synthesize_cached,
+    synthesize_cached_parts, with_deferred, with_path, CachedPath, DEFAULT_BUDGET,
 };
 
 /// cuzk's [`SynthesisCs`] (witness, a/b/c values, densities, unknown-variable errors)

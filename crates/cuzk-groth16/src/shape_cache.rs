@@ -114,6 +114,12 @@ pub fn with_deferred<R>(on: bool, f: impl FnOnce() -> R) -> R {
     out
 }
 
+/// Whether assignments of recorded shapes are deferred now on this thread (the engine's
+/// admission estimates a partition's host bytes from it).
+pub fn deferred() -> bool {
+    deferring()
+}
+
 fn deferring() -> bool {
     DEFER_HERE
         .with(Cell::get)
