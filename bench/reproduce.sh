@@ -27,6 +27,14 @@
 #   realsize  NEW only: a fake 32 GiB PoRep request (`cuzk gen request --fake`; its proofs
 #             cannot verify) and `cuzk bench synth` on its partition 0: plain synthesis,
 #             the recording, and the witness-only path (130,278,541 constraints)
+#   e2e24     NEW only: `cuzk bench prove --compare supraseal` at 2^24 with the circuit as 18
+#             parts: the daemon's synthesis (shape recorded once, witness part by part,
+#             a, b, c on the GPU) plus the prove, end to end first
+#   params32  NEW only: a fake 32 GiB PoRep request and test parameters of its circuit
+#             (2^27 domain) made on the GPU into /tmp/p32
+#   batch32   NEW only, after params32 on the same machine: BATCH32_COUNT (2) whole 32 GiB
+#             PoRep proofs from the fake request through the in-process engine (s/proof, GPU
+#             busy, peak RSS, matrices in VRAM); fakes cannot verify
 #   table     the "Current" rows from what the parts above left in $OUT
 # Every part ends with `table`. JSON lines land in $OUT (default /tmp/cuzk-out), one file
 # per part and binary; the NVRTC cache in .carry/cache (carry it: compiling takes minutes).
@@ -167,6 +175,38 @@ part_realsize() {
     --reps 1 ) 2>&1 | grep -vE '^\s*$|INFO' | cut -c1-2000 | tee "$OUT/synth-porep-32g.log"
 }
 
+part_e2e24() {
+  local bin=$NEW/cuzk
+  if [ ! -x "$SUPRASEAL_BIN" ]; then
+    echo "no SupraSeal baseline at $SUPRASEAL_BIN (bench/supraseal/build.sh): skipped"
+    return
+  fi
+  t "new ($(commit "$NEW")): bench prove 2^24 as 18 parts, the daemon's synthesis, against SupraSeal C2"
+  timeout 420 "$bin" bench prove --backend gpu --compare supraseal --log-n 24 --parts 18 \
+    --reps 3 --seed $SEED --params-dir "$PARAMS" --supraseal-bin "$SUPRASEAL_BIN" 2>&1 |
+    grep -E '^\{|rror' | cut -c1-4000 | tee "$OUT/e2e24-new.jsonl"
+}
+
+part_params32() {
+  local bin=$NEW/cuzk
+  t "fake 32 GiB PoRep request (its proofs cannot verify)"
+  [ -f /tmp/fake-porep-32g.json ] || timeout 120 "$bin" gen request --kind porep \
+    --sector-size 32GiB --fake --seed 1 --out /tmp/fake-porep-32g.json 2>&1 | tail -2 | cut -c1-600
+  t "test parameters of the 32 GiB PoRep circuit (2^27 domain), on the GPU, written to disk"
+  ( time timeout 560 "$bin" gen params --kind porep --sector-size 32GiB --dir /tmp/p32 ) 2>&1 |
+    grep -vE '^\s*$' | cut -c1-2000 | tee "$OUT/params-porep-32g.log"
+  ls -la /tmp/p32 | tee -a "$OUT/params-porep-32g.log"
+}
+
+part_batch32() {
+  local bin=$NEW/cuzk n=${BATCH32_COUNT:-2}
+  t "$n whole 32 GiB PoRep proofs (fake request: cannot verify), default config"
+  timeout 580 "$bin" bench batch --kind porep --request /tmp/fake-porep-32g.json --fake \
+    --count "$n" --concurrency "$n" --param-dir /tmp/p32 --timeline "$OUT/timeline-porep-32g.svg" \
+    2>&1 | grep -vE '^\s*$|INFO' | cut -c1-3000 | tee "$OUT/batch-porep-32g.log"
+  free -g | tee -a "$OUT/batch-porep-32g.log"
+}
+
 # One row per headline case: figure (old → new), date, GPU, commit, the command.
 part_table() {
   local gpu; gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -230,6 +270,9 @@ for part in "$@"; do
     h2h-new) part_h2h "$NEW" ;;
     filecoin) part_filecoin ;;
     realsize) part_realsize ;;
+    e2e24) part_e2e24 ;;
+    params32) part_params32 ;;
+    batch32) part_batch32 ;;
     table) ;;
     *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, filecoin, realsize, table)"; exit 2 ;;
   esac

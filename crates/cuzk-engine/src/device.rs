@@ -202,6 +202,7 @@ impl Device {
             is_gpu: self.spec.is_gpu,
             ordinal: self.spec.ordinal,
             vram_total_bytes: self.spec.vram_total_bytes,
+            matrices_vram_bytes: self.spec.backend.matrices_device_bytes(),
             workers: self.workers,
             busy: self.busy(),
             current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),

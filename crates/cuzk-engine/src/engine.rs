@@ -54,6 +54,11 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
         cuzk_groth16::recorded::set_budget(cfg.recorded_r1cs_budget_bytes);
+        // Partitions of recorded shapes leave a, b, c to the backend: the GPU computes them
+        // from the witness it uploads (or the host does when the matrices do not fit), the
+        // CPU backend evaluates them itself; either way the host holds no a, b, c between
+        // synthesis and the prove.
+        cuzk_groth16::recorded::set_deferred(true);
         let devices = crate::device::build_devices(&cfg, devices);
         let registry = Arc::new(registry);
         let srs = Arc::new(SrsManager::new(

@@ -14,7 +14,8 @@
 //! - `host_memory_budget_bytes` = usable − the two above (at least 1 GiB): what
 //!   partitions in flight may hold. Admission charges each partition its kind's
 //!   estimate, so the partitions in flight are at most this budget over the per-partition
-//!   bytes of the kind (about 14 GiB for a 32 GiB PoRep partition today), and at most
+//!   bytes of the kind (a 32 GiB PoRep partition: about 4 GiB of witness while a, b, c are
+//!   left to the backend, as the engine sets it; 15.5 GiB with them), and at most
 //!   `synthesis_workers + handoff_depth` beyond those on the provers;
 //! - `synthesis_workers` = cores − min(2, cores / 4) (at least 1): every core but two
 //!   synthesizes (the two feed the provers: uploads, host preparation); fewer are kept

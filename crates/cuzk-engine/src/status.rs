@@ -20,6 +20,9 @@ pub struct DeviceStatus {
     pub ordinal: u32,
     /// Device memory (0 for the CPU).
     pub vram_total_bytes: u64,
+    /// Device memory held by recorded constraint matrices (a, b, c computed on the
+    /// device), beside the resident SRSs.
+    pub matrices_vram_bytes: u64,
     /// Prove workers on it.
     pub workers: usize,
     /// Time spent under its compute token since start.

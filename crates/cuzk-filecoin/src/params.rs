@@ -138,7 +138,23 @@ impl CircuitShape {
     /// input), the witness, and three density bitmaps.
     pub fn host_bytes(&self) -> usize {
         let rows = self.constraints + self.inputs;
-        32 * (3 * rows + self.inputs + self.aux) + 3 * self.aux.div_ceil(8)
+        32 * 3 * rows + self.witness_bytes()
+    }
+
+    /// Host bytes of one partition whose a, b, c are left to the backend (a recorded
+    /// shape with deferral on): the witness and the density bitmaps only.
+    pub fn witness_bytes(&self) -> usize {
+        32 * (self.inputs + self.aux) + 3 * self.aux.div_ceil(8)
+    }
+
+    /// What admission charges a partition now: [`CircuitShape::witness_bytes`] while the
+    /// shape cache defers a, b, c (the engine turns that on), else
+    /// [`CircuitShape::host_bytes`].
+    pub fn admission_bytes(&self) -> usize {
+        match cuzk_groth16::recorded::deferred() {
+            true => self.witness_bytes(),
+            false => self.host_bytes(),
+        }
     }
 }
 
@@ -167,6 +183,18 @@ fn update_identifier<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admission_charges_the_witness_only_while_a_b_c_are_deferred() {
+        let shape = CircuitShape::of(FilecoinKind::PoRep, SectorSize::S32GiB);
+        let deferred = cuzk_groth16::recorded::with_deferred(true, || shape.admission_bytes());
+        let evaluated = cuzk_groth16::recorded::with_deferred(false, || shape.admission_bytes());
+        assert_eq!(deferred, shape.witness_bytes());
+        assert_eq!(evaluated, shape.host_bytes());
+        // 130,170,221 witness scalars (4.17 GB) against 15.5 GiB with a, b, c.
+        assert_eq!(deferred, 32 * (328 + 130_169_893) + 3 * 130_169_893usize.div_ceil(8));
+        assert!(evaluated > 3 * deferred, "{evaluated} vs {deferred}");
+    }
 
     #[test]
     fn two_kib_names_match_the_published_parameters() {

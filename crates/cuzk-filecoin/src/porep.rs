@@ -534,7 +534,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for PoRepC2<Tree> {
     }
 
     fn partition_host_bytes(&self) -> usize {
-        crate::params::CircuitShape::of(FilecoinKind::PoRep, self.size).host_bytes()
+        crate::params::CircuitShape::of(FilecoinKind::PoRep, self.size).admission_bytes()
     }
 
     fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {

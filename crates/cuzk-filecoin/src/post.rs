@@ -345,7 +345,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
     }
 
     fn partition_host_bytes(&self) -> usize {
-        crate::params::CircuitShape::of(self.kind, self.size).host_bytes()
+        crate::params::CircuitShape::of(self.kind, self.size).admission_bytes()
     }
 
     fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {

@@ -182,7 +182,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedProof
     }
 
     fn partition_host_bytes(&self) -> usize {
-        crate::params::CircuitShape::of(FilecoinKind::SnapDeals, self.size).host_bytes()
+        crate::params::CircuitShape::of(FilecoinKind::SnapDeals, self.size).admission_bytes()
     }
 
     fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {

@@ -1,8 +1,16 @@
 //! The output of synthesis: everything the prover needs from a circuit, and nothing of the
 //! circuit itself. Owns [`Assignment`] and the [`Density`] bitmap; the constraint system
-//! that fills them lives in `synthesis.rs`.
+//! that fills them lives in `synthesis.rs`. An assignment may leave a, b, c to its
+//! backend and carry the recorded matrices instead ([`Assignment::deferred`]); the
+//! recordings live in `recorded.rs`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use blstrs::Scalar;
+
+use crate::recorded::R1cs;
+use crate::synthesis::SynthesisError;
 
 /// A fixed-length bitmap recording which variables of a query are used (bellperson's
 /// `DensityTracker`): bit i set means variable i has a base point in that query.
@@ -71,7 +79,10 @@ impl Density {
 /// Invariants (established by `synthesize`):
 /// - `a.len() == b.len() == c.len() == n_constraints + input_assignment.len()`: bellperson
 ///   appends one `input_i · 0 = 0` constraint per public input, and so do we (their A
-///   evaluation is the input's value, B and C are zero).
+///   evaluation is the input's value, B and C are zero). A *deferred* assignment
+///   (`deferred` set, made by `R1cs::assign_deferred`) has a, b, c empty instead: they are
+///   A·z, B·z, C·z of its recording, for the backend to evaluate ([`Assignment::abc`] on
+///   the CPU); [`Assignment::n_rows`] counts the rows all the same.
 /// - `input_assignment[0] == Scalar::ONE`.
 /// - `a_aux_density.len() == b_aux_density.len() == aux_assignment.len()` and
 ///   `b_input_density.len() == input_assignment.len()`; every input is in the A query.
@@ -93,12 +104,88 @@ pub struct Assignment {
     pub b_input_density: Density,
     /// Aux variables that appear in some B linear combination.
     pub b_aux_density: Density,
+    /// When set, a, b, c are empty and are this recording's products with the witness
+    /// (z = inputs ‖ aux), left to the backend: the GPU evaluates them where the witness
+    /// is uploaded, so the host neither computes nor holds them.
+    pub deferred: Option<Arc<R1cs>>,
+}
+
+/// The a, b, c of an assignment: borrowed when it holds them, evaluated when deferred.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Abc<'a> {
+    /// ⟨A_j, z⟩ for every row j.
+    pub a: Cow<'a, [Scalar]>,
+    /// ⟨B_j, z⟩ for every row j.
+    pub b: Cow<'a, [Scalar]>,
+    /// ⟨C_j, z⟩ for every row j.
+    pub c: Cow<'a, [Scalar]>,
 }
 
 impl Assignment {
-    /// Number of rows of a/b/c: constraints plus one per public input.
+    /// Number of rows of a/b/c: constraints plus one per public input (for a deferred
+    /// assignment, its recording's).
     pub fn n_rows(&self) -> usize {
-        self.a.len()
+        match &self.deferred {
+            Some(r1cs) => r1cs.n_rows(),
+            None => self.a.len(),
+        }
+    }
+
+    /// Whether a, b, c are left to the backend ([`Assignment::deferred`]).
+    pub fn is_deferred(&self) -> bool {
+        self.deferred.is_some()
+    }
+
+    /// a, b, c: borrowed, or for a deferred assignment evaluated on the CPU (the parallel
+    /// sparse products of its recording, `R1cs::evaluate`).
+    ///
+    /// # Errors
+    /// [`SynthesisError::ShapeMismatch`] when a deferred assignment's witness does not
+    /// have its recording's counts.
+    pub fn abc(&self) -> Result<Abc<'_>, SynthesisError> {
+        match &self.deferred {
+            None => Ok(Abc {
+                a: Cow::Borrowed(&self.a),
+                b: Cow::Borrowed(&self.b),
+                c: Cow::Borrowed(&self.c),
+            }),
+            Some(r1cs) => {
+                let [a, b, c] = r1cs.evaluate(&self.input_assignment, &self.aux_assignment)?;
+                Ok(Abc {
+                    a: Cow::Owned(a),
+                    b: Cow::Owned(b),
+                    c: Cow::Owned(c),
+                })
+            }
+        }
+    }
+
+    /// Evaluates a deferred assignment's a, b, c in place and drops its recording; an
+    /// evaluated assignment is left as it is.
+    ///
+    /// # Errors
+    /// As [`Assignment::abc`].
+    pub fn evaluate(&mut self) -> Result<(), SynthesisError> {
+        if let Some(r1cs) = &self.deferred {
+            let [a, b, c] = r1cs.evaluate(&self.input_assignment, &self.aux_assignment)?;
+            (self.a, self.b, self.c) = (a, b, c);
+            self.deferred = None;
+        }
+        Ok(())
+    }
+
+    /// This assignment with a, b, c evaluated: itself when it holds them, else an
+    /// evaluated copy (the witness is cloned).
+    ///
+    /// # Errors
+    /// As [`Assignment::abc`].
+    pub fn evaluated(&self) -> Result<Cow<'_, Assignment>, SynthesisError> {
+        if !self.is_deferred() {
+            return Ok(Cow::Borrowed(self));
+        }
+        let mut owned = self.clone();
+        owned.evaluate()?;
+        Ok(Cow::Owned(owned))
     }
 
     /// log2 of the evaluation domain: the smallest power of two ≥ `n_rows()`.
@@ -106,7 +193,9 @@ impl Assignment {
         self.n_rows().max(1).next_power_of_two().trailing_zeros()
     }
 
-    /// Host bytes held by this assignment (a/b/c and witness), for memory budgets.
+    /// Host bytes held by this assignment (a/b/c and witness), for memory budgets. A
+    /// deferred assignment's a, b, c are empty and its recording is shared (the shape
+    /// cache counts it, `recorded::recorded_bytes`), so neither is counted here.
     pub fn host_bytes(&self) -> usize {
         32 * (self.a.len() + self.b.len() + self.c.len())
             + 32 * (self.input_assignment.len() + self.aux_assignment.len())

@@ -243,6 +243,13 @@ pub trait Backend: Send + Sync {
         0
     }
 
+    /// Device bytes held by recorded constraint matrices of deferred assignments'
+    /// shapes (`Assignment::deferred`), kept beside the parameters (0 for a backend that
+    /// evaluates a, b, c on the host).
+    fn matrices_device_bytes(&self) -> u64 {
+        0
+    }
+
     /// Makes `srs` resident in the device's memory when the backend keeps parameters
     /// there; returns its device bytes (0 when it does not, or streams them).
     ///

@@ -10,8 +10,15 @@
 //! refuses a witness of another shape. A circuit that is a prefix plus independent
 //! sub-circuits ([`Parts`]) gets its witness part by part on many threads
 //! ([`R1cs::assign_parts`], `sublayout.rs`); the witness-only systems live in `witness.rs`.
+//!
+//! A *deferred* assignment ([`R1cs::assign_deferred`], [`R1cs::with_witness`]) keeps the
+//! recording instead of a, b, c, so that a backend can evaluate the products where the
+//! witness already is (the GPU) and the host never holds them; [`Assignment::abc`] is the
+//! CPU evaluation, the oracle of every other.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bellperson::{Circuit, ConstraintSystem, LinearCombination, Variable};
 use ff::Field;
@@ -25,7 +32,7 @@ use crate::{Assignment, Density, Scalar};
 /// One matrix in compressed-row form. A column is aux `k` as `k`, input `j` as
 /// `j | INPUT` (inputs are allocated late, so a split by count would move); each entry's
 /// coefficient is an index into [`R1cs`]'s table.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Csr {
     row_start: Vec<u32>,
     col: Vec<u32>,
@@ -34,6 +41,40 @@ struct Csr {
 
 /// Marks an input column.
 const INPUT: u32 = 1 << 31;
+
+/// The bit that marks an input column in [`CsrView::col`]: input `j` is `j | INPUT_COLUMN`,
+/// aux `k` is `k`.
+pub const INPUT_COLUMN: u32 = INPUT;
+
+/// One of the three recorded matrices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matrix {
+    /// A: a = A·z.
+    A,
+    /// B: b = B·z.
+    B,
+    /// C: c = C·z.
+    C,
+}
+
+impl Matrix {
+    /// A, B, C in order.
+    pub const ALL: [Matrix; 3] = [Matrix::A, Matrix::B, Matrix::C];
+}
+
+/// A recorded matrix in compressed-row form, borrowed: row i's entries are
+/// `row_start[i]..row_start[i + 1]` of `col` and `coeff`. A column is aux `k` as `k` and
+/// input `j` as `j | INPUT_COLUMN`; a coefficient is an index into [`R1cs::coeffs`], where
+/// index 0 is ONE. Rows are the constraints only (not the `input_i · 0 = 0` rows).
+#[derive(Clone, Copy, Debug)]
+pub struct CsrView<'a> {
+    /// Entry offsets, one more than the rows; starts at 0, never decreases.
+    pub row_start: &'a [u32],
+    /// Column of each entry.
+    pub col: &'a [u32],
+    /// Coefficient index of each entry.
+    pub coeff: &'a [u32],
+}
 
 impl Csr {
     fn new() -> Csr {
@@ -68,8 +109,10 @@ impl Csr {
 }
 
 /// A circuit shape's constraint system, recorded once.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct R1cs {
+    /// This recording's identity in the process (a clone keeps it: same matrices).
+    id: u64,
     n_inputs: usize,
     n_aux: usize,
     /// Distinct coefficients; index 0 is ONE.
@@ -126,6 +169,7 @@ impl R1cs {
             });
         }
         let r = R1cs {
+            id: next_id(),
             n_inputs,
             n_aux,
             coeffs: cs.coeffs,
@@ -139,9 +183,140 @@ impl R1cs {
         Ok((r, asg))
     }
 
+    /// A recording from its parts: `n_inputs` (ONE included) and `n_aux` variables, the
+    /// coefficient table (index 0 must be ONE) and A, B, C as (row_start, col, coeff) in
+    /// the layout of [`CsrView`]. The densities are those of the matrices: an aux variable
+    /// is in the A (B) query when a row of A (B) names it, an input in the B query when a
+    /// row of B names it. For recordings kept elsewhere and for tests of other evaluators.
+    ///
+    /// # Errors
+    /// [`SynthesisError::ShapeMismatch`] naming the first inconsistency: matrices of
+    /// different row counts, offsets that do not start at 0, decrease or end past the
+    /// entries, a column or coefficient index out of range, a table without ONE first.
+    pub fn from_csr(
+        n_inputs: usize,
+        n_aux: usize,
+        coeffs: Vec<Scalar>,
+        matrices: [(Vec<u32>, Vec<u32>, Vec<u32>); 3],
+    ) -> Result<R1cs, SynthesisError> {
+        let bad = |what: String| Err(SynthesisError::ShapeMismatch { what });
+        if n_inputs == 0 || n_inputs >= INPUT as usize || n_aux >= INPUT as usize {
+            return bad(format!(
+                "{n_inputs} inputs, {n_aux} aux: need 1 to 2^31 − 1 inputs, below 2^31 aux"
+            ));
+        }
+        if coeffs.first() != Some(&Scalar::ONE) {
+            return bad("the coefficient table must start with ONE".into());
+        }
+        let [a, b, c] = matrices.map(|(row_start, col, coeff)| Csr {
+            row_start,
+            col,
+            coeff,
+        });
+        let rows = a.row_start.len();
+        for (m, name) in [(&a, "A"), (&b, "B"), (&c, "C")] {
+            let (rs, n) = (&m.row_start, m.col.len());
+            if rs.len() != rows || rows == 0 {
+                return bad(format!(
+                    "{name} has {} row offsets, A {rows} (at least 1)",
+                    rs.len()
+                ));
+            }
+            if rs[0] != 0 || rs.windows(2).any(|w| w[0] > w[1]) || rs[rows - 1] as usize != n {
+                return bad(format!(
+                    "{name}'s row offsets do not run from 0 up to its {n} entries"
+                ));
+            }
+            if m.coeff.len() != n {
+                return bad(format!(
+                    "{name} has {n} columns and {} coefficients",
+                    m.coeff.len()
+                ));
+            }
+            if let Some(&k) = m.coeff.iter().find(|&&k| k as usize >= coeffs.len()) {
+                return bad(format!("{name} names coefficient {k} of {}", coeffs.len()));
+            }
+            let out_of_range = |&&c: &&u32| {
+                let (i, limit) = if c & INPUT != 0 {
+                    (c & !INPUT, n_inputs)
+                } else {
+                    (c, n_aux)
+                };
+                i as usize >= limit
+            };
+            if let Some(&c) = m.col.iter().find(out_of_range) {
+                return bad(format!(
+                    "{name} names column {c:#x}: {n_inputs} inputs, {n_aux} aux"
+                ));
+            }
+        }
+        let mut a_aux_density = Density::new(n_aux);
+        let mut b_input_density = Density::new(n_inputs);
+        let mut b_aux_density = Density::new(n_aux);
+        for &c in &a.col {
+            if c & INPUT == 0 {
+                a_aux_density.set(c as usize);
+            }
+        }
+        for &c in &b.col {
+            if c & INPUT != 0 {
+                b_input_density.set((c & !INPUT) as usize);
+            } else {
+                b_aux_density.set(c as usize);
+            }
+        }
+        Ok(R1cs {
+            id: next_id(),
+            n_inputs,
+            n_aux,
+            coeffs,
+            a,
+            b,
+            c,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        })
+    }
+
+    /// This recording's identity in the process: two recordings (of the same circuit or
+    /// not) have different ids; a clone has its original's.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Constraints recorded (without the input rows).
     pub fn n_constraints(&self) -> usize {
         self.a.row_start.len() - 1
+    }
+
+    /// Rows of a, b, c: the constraints plus one `input_i · 0 = 0` row per input.
+    pub fn n_rows(&self) -> usize {
+        self.n_constraints() + self.n_inputs
+    }
+
+    /// The distinct coefficients the matrices index; index 0 is ONE.
+    pub fn coeffs(&self) -> &[Scalar] {
+        &self.coeffs
+    }
+
+    /// One recorded matrix.
+    pub fn matrix(&self, m: Matrix) -> CsrView<'_> {
+        let csr = match m {
+            Matrix::A => &self.a,
+            Matrix::B => &self.b,
+            Matrix::C => &self.c,
+        };
+        CsrView {
+            row_start: &csr.row_start,
+            col: &csr.col,
+            coeff: &csr.coeff,
+        }
+    }
+
+    /// Nonzero entries of the three matrices.
+    pub fn entries(&self) -> usize {
+        self.a.entries() + self.b.entries() + self.c.entries()
     }
 
     /// Public inputs including `ONE`.
@@ -176,6 +351,86 @@ impl R1cs {
     /// [`SynthesisError::Circuit`] when the circuit fails, [`SynthesisError::ShapeMismatch`]
     /// when it allocates another number of variables or constraints than the recording.
     pub fn assign<C: Circuit<Scalar>>(&self, circuit: C) -> Result<Assignment, SynthesisError> {
+        let (inputs, aux) = self.witness(circuit)?;
+        Ok(self.products(inputs, aux))
+    }
+
+    /// [`Self::assign`] with a, b, c left to the backend: the assignment holds the witness,
+    /// the densities and this recording (see [`Assignment::deferred`]); a, b, c are empty.
+    ///
+    /// # Errors
+    /// As [`Self::assign`].
+    pub fn assign_deferred<C: Circuit<Scalar>>(
+        self: &Arc<Self>,
+        circuit: C,
+    ) -> Result<Assignment, SynthesisError> {
+        let (inputs, aux) = self.witness(circuit)?;
+        self.with_witness(inputs, aux)
+    }
+
+    /// The deferred assignment ([`Assignment::deferred`]) of a witness of the recorded
+    /// counts: `inputs` (ONE first) and `aux`.
+    ///
+    /// # Errors
+    /// [`SynthesisError::ShapeMismatch`] when the witness has other counts than the
+    /// recording or does not start with ONE.
+    pub fn with_witness(
+        self: &Arc<Self>,
+        inputs: Vec<Scalar>,
+        aux: Vec<Scalar>,
+    ) -> Result<Assignment, SynthesisError> {
+        self.check_witness(&inputs, &aux)?;
+        Ok(Assignment {
+            input_assignment: inputs,
+            aux_assignment: aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+            deferred: Some(self.clone()),
+            ..Assignment::default()
+        })
+    }
+
+    /// a = A·z, b = B·z, c = C·z for z = (inputs ‖ aux), each with the `input_i · 0 = 0`
+    /// rows appended (a gets the inputs, b and c zeros): the a, b, c of the assignment of
+    /// this witness, evaluated row-parallel on the current rayon pool.
+    ///
+    /// # Errors
+    /// As [`Self::with_witness`].
+    pub fn evaluate(
+        &self,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+    ) -> Result<[Vec<Scalar>; 3], SynthesisError> {
+        self.check_witness(inputs, aux)?;
+        Ok(self.abc(inputs, aux))
+    }
+
+    fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), SynthesisError> {
+        if inputs.len() != self.n_inputs || aux.len() != self.n_aux {
+            return Err(SynthesisError::ShapeMismatch {
+                what: format!(
+                    "a witness of {} inputs and {} aux against {}",
+                    inputs.len(),
+                    aux.len(),
+                    self.counts()
+                ),
+            });
+        }
+        if inputs[0] != Scalar::ONE {
+            return Err(SynthesisError::ShapeMismatch {
+                what: "the first input is not ONE".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The witness of `circuit` by a run that skips every linear combination, checked
+    /// against the recorded counts.
+    fn witness<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+    ) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthesisError> {
         let mut w = WitnessCs::with_capacity(self.counts());
         if let Err(source) = circuit.synthesize(&mut w) {
             return Err(SynthesisError::Circuit {
@@ -188,7 +443,7 @@ impl R1cs {
                 what: format!("{} against {}", w.counts(), self.counts()),
             });
         }
-        Ok(self.products(w.inputs, w.aux))
+        Ok((w.inputs, w.aux))
     }
 
     /// [`Self::assign`] for a circuit given as its [`Parts`] laid out as `layout`: the
@@ -216,27 +471,10 @@ impl R1cs {
         Ok(self.products(inputs, aux))
     }
 
-    /// The assignment of a witness of the recorded counts: a = A·z, b = B·z, c = C·z
-    /// (rows in parallel) plus the `input_i · 0 = 0` rows, and the recorded densities.
+    /// The assignment of a witness of the recorded counts: a, b, c from [`Self::abc`] and
+    /// the recorded densities.
     fn products(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> Assignment {
-        let rows = self.n_constraints();
-        let n_in = self.n_inputs;
-        let eval = |m: &Csr| -> Vec<Scalar> {
-            let mut v = Vec::with_capacity(rows + n_in);
-            (0..rows)
-                .into_par_iter()
-                .map(|i| m.eval_row(i, &self.coeffs, &inputs, &aux))
-                .collect_into_vec(&mut v);
-            v
-        };
-        let (mut a, (mut b, mut c)) = rayon::join(
-            || eval(&self.a),
-            || rayon::join(|| eval(&self.b), || eval(&self.c)),
-        );
-        // The `input_i · 0 = 0` rows, as `SynthesisCs::finish` appends them.
-        a.extend_from_slice(&inputs);
-        b.resize(rows + n_in, Scalar::ZERO);
-        c.resize(rows + n_in, Scalar::ZERO);
+        let [a, b, c] = self.abc(&inputs, &aux);
         Assignment {
             a,
             b,
@@ -246,8 +484,39 @@ impl R1cs {
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
+            deferred: None,
         }
     }
+
+    /// a = A·z, b = B·z, c = C·z (rows in parallel) plus the `input_i · 0 = 0` rows, for a
+    /// witness of the recorded counts.
+    fn abc(&self, inputs: &[Scalar], aux: &[Scalar]) -> [Vec<Scalar>; 3] {
+        let rows = self.n_constraints();
+        let n_in = self.n_inputs;
+        let eval = |m: &Csr| -> Vec<Scalar> {
+            let mut v = Vec::with_capacity(rows + n_in);
+            (0..rows)
+                .into_par_iter()
+                .map(|i| m.eval_row(i, &self.coeffs, inputs, aux))
+                .collect_into_vec(&mut v);
+            v
+        };
+        let (mut a, (mut b, mut c)) = rayon::join(
+            || eval(&self.a),
+            || rayon::join(|| eval(&self.b), || eval(&self.c)),
+        );
+        // The `input_i · 0 = 0` rows, as `SynthesisCs::finish` appends them.
+        a.extend_from_slice(inputs);
+        b.resize(rows + n_in, Scalar::ZERO);
+        c.resize(rows + n_in, Scalar::ZERO);
+        [a, b, c]
+    }
+}
+
+/// A fresh recording id.
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 // Recording a shape from its prefix and one part: a child module, for the matrices' fields.
@@ -257,8 +526,8 @@ pub use parts::compare_recordings;
 pub(crate) use parts::record_from_parts;
 
 pub use crate::shape_cache::{
-    layout, recorded_bytes, set_budget, synthesize_cached, synthesize_cached_parts, with_path,
-    CachedPath, DEFAULT_BUDGET,
+    deferred, layout, recorded_bytes, set_budget, set_deferred, synthesize_cached,
+    synthesize_cached_parts, with_deferred, with_path, CachedPath, DEFAULT_BUDGET,
 };
 
 /// cuzk's [`SynthesisCs`] (witness, a/b/c values, densities, unknown-variable errors)
@@ -428,6 +697,126 @@ mod tests {
         let other = SyntheticCircuit::with_log_n(10, 3, SyntheticShape::default()).expect("valid");
         let got = synthesize_cached(id, other).expect("falls back");
         assert_eq!(got, crate::synthesize(other).expect("plain"));
+    }
+
+    /// A deferred assignment holds no a, b, c, counts its rows and bytes truthfully, and
+    /// evaluates (borrowed or in place) to exactly `synthesize`'s assignment. See: #17.
+    #[test]
+    fn deferred_assignments_evaluate_to_the_synthesized_one() {
+        let c = SyntheticCircuit::with_log_n(10, 4, SyntheticShape::default()).expect("valid");
+        let r = Arc::new(R1cs::record(c).expect("records"));
+        for w in [3u64, 44] {
+            let inst = c.with_witness_seed(w);
+            let want = crate::synthesize(inst).expect("synthesizes");
+            let mut got = r.assign_deferred(inst).expect("assigns");
+            assert!(got.is_deferred() && got.a.is_empty() && got.b.is_empty() && got.c.is_empty());
+            assert_eq!(got.n_rows(), want.n_rows());
+            assert_eq!(got.lg_domain(), want.lg_domain());
+            assert_eq!(
+                got.host_bytes() + 3 * 32 * want.n_rows(),
+                want.host_bytes(),
+                "the deferred a, b, c are not counted"
+            );
+            let abc = got.abc().expect("evaluates");
+            assert_eq!(
+                (&*abc.a, &*abc.b, &*abc.c),
+                (&want.a[..], &want.b[..], &want.c[..])
+            );
+            assert_eq!(*got.evaluated().expect("evaluates"), want);
+            got.evaluate().expect("evaluates");
+            assert_eq!(got, want);
+        }
+    }
+
+    /// A witness of other counts, or without ONE first, is refused by name.
+    #[test]
+    fn a_witness_of_other_counts_is_refused() {
+        let c = SyntheticCircuit::with_log_n(6, 4, SyntheticShape::default()).expect("valid");
+        let r = Arc::new(R1cs::record(c).expect("records"));
+        let asg = crate::synthesize(c).expect("synthesizes");
+        let (ins, aux) = (asg.input_assignment.clone(), asg.aux_assignment.clone());
+        let short = aux[1..].to_vec();
+        let err = r
+            .with_witness(ins.clone(), short.clone())
+            .expect_err("short aux");
+        assert!(matches!(err, SynthesisError::ShapeMismatch { .. }), "{err}");
+        assert!(r.evaluate(&ins, &short).is_err());
+        let mut no_one = ins.clone();
+        no_one[0] = Scalar::ZERO;
+        let err = r.with_witness(no_one, aux.clone()).expect_err("no ONE");
+        assert!(err.to_string().contains("ONE"), "{err}");
+        // A hand-made deferred assignment of the wrong counts fails to evaluate, no panic.
+        let mut bad = r.with_witness(ins, aux).expect("fits");
+        bad.aux_assignment.pop();
+        assert!(matches!(
+            bad.abc(),
+            Err(SynthesisError::ShapeMismatch { .. })
+        ));
+    }
+
+    /// A recording rebuilt from its matrices evaluates the same and has the same densities;
+    /// inconsistent matrices are refused.
+    #[test]
+    fn from_csr_rebuilds_and_checks_matrices() {
+        let c = SyntheticCircuit::with_log_n(7, 2, SyntheticShape::default()).expect("valid");
+        let r = R1cs::record(c).expect("records");
+        let parts = |m: Matrix| {
+            let v = r.matrix(m);
+            (v.row_start.to_vec(), v.col.to_vec(), v.coeff.to_vec())
+        };
+        type Edit = dyn Fn(&mut [(Vec<u32>, Vec<u32>, Vec<u32>); 3], &mut Vec<Scalar>);
+        let rebuild = |f: &Edit| {
+            let mut m = Matrix::ALL.map(parts);
+            let mut coeffs = r.coeffs().to_vec();
+            f(&mut m, &mut coeffs);
+            R1cs::from_csr(r.n_inputs(), r.n_aux(), coeffs, m)
+        };
+        let same = rebuild(&|_, _| {}).expect("consistent");
+        assert_ne!(same.id(), r.id());
+        let asg = crate::synthesize(c).expect("synthesizes");
+        let (ins, aux) = (&asg.input_assignment, &asg.aux_assignment);
+        assert_eq!(
+            same.evaluate(ins, aux).expect("fits"),
+            r.evaluate(ins, aux).expect("fits")
+        );
+        assert_eq!(same.a_aux_density, r.a_aux_density);
+        assert_eq!(same.b_input_density, r.b_input_density);
+        assert_eq!(same.b_aux_density, r.b_aux_density);
+        let broken: [&Edit; 5] = [
+            &|m, _| m[1].0.pop().map(drop).unwrap_or(()),
+            &|m, _| m[0].0.swap(1, 2),
+            &|m, coeffs| {
+                m[2].1
+                    .iter_mut()
+                    .for_each(|k| *k = coeffs.len() as u32 | INPUT)
+            },
+            &|m, coeffs| m[2].2[0] = coeffs.len() as u32,
+            &|_, coeffs| coeffs[0] = Scalar::ZERO,
+        ];
+        for (i, f) in broken.iter().enumerate() {
+            let err = rebuild(f).expect_err("inconsistent");
+            assert!(
+                matches!(err, SynthesisError::ShapeMismatch { .. }),
+                "case {i}: {err}"
+            );
+        }
+    }
+
+    /// With deferral on, the cache's assignments of a recorded shape (the recording run's
+    /// included) are deferred and evaluate to `synthesize`'s; off, they are evaluated.
+    #[test]
+    fn cached_synthesis_defers_when_asked() {
+        let c = SyntheticCircuit::with_log_n(9, 6, SyntheticShape::default()).expect("valid");
+        let id = "test-recorded-deferred-9";
+        for w in [1u64, 2, 3] {
+            let inst = c.with_witness_seed(w);
+            let got = with_deferred(true, || synthesize_cached(id, inst)).expect("cached");
+            assert!(got.is_deferred(), "witness {w}");
+            let want = crate::synthesize(inst).expect("plain");
+            assert_eq!(*got.evaluated().expect("evaluates"), want);
+            let evaluated = with_deferred(false, || synthesize_cached(id, inst)).expect("cached");
+            assert_eq!(evaluated, want);
+        }
     }
 
     /// A circuit of another shape is refused, naming both shapes.

@@ -100,6 +100,7 @@ impl R1cs {
             },
         );
         let whole = R1cs {
+            id: super::next_id(),
             n_inputs: total.inputs,
             n_aux: total.aux,
             coeffs: first.coeffs.clone(),

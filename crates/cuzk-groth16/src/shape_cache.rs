@@ -1,8 +1,10 @@
 //! The process-wide cache of recorded circuit shapes behind [`synthesize_cached`] and
 //! [`synthesize_cached_parts`]: one [`R1cs`] per circuit id, made by the first call of the
 //! id (that call's assignment is the recording run's own), kept within a byte budget, and,
-//! for circuits given as [`Parts`], the [`SubLayout`] found by the same first call. The
-//! recording itself and the witness-only paths live in `recorded.rs` and `sublayout.rs`.
+//! for circuits given as [`Parts`], the [`SubLayout`] found by the same first call. With
+//! deferral on ([`set_deferred`], [`with_deferred`]) the assignments of recorded shapes
+//! leave a, b, c to the backend (`Assignment::deferred`). The recording itself and the
+//! witness-only paths live in `recorded.rs` and `sublayout.rs`.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -13,7 +15,7 @@ use bellperson::Circuit;
 use parking_lot::Mutex;
 
 use crate::recorded::R1cs;
-use crate::sublayout::{witness_of_part, Parts, SubLayout};
+use crate::sublayout::{witness_of_part, witness_parts, Parts, SubLayout};
 use crate::synthesis::SynthesisError;
 use crate::witness::Counts;
 use crate::{Assignment, Scalar};
@@ -21,7 +23,7 @@ use crate::{Assignment, Scalar};
 /// A recorded shape and, when its circuit came as parts that split cleanly, their layout.
 #[derive(Debug)]
 struct Shape {
-    r1cs: R1cs,
+    r1cs: Arc<R1cs>,
     layout: Option<SubLayout>,
 }
 
@@ -88,6 +90,40 @@ pub enum CachedPath {
 
 thread_local! {
     static PATH: Cell<CachedPath> = const { Cell::new(CachedPath::Parts) };
+    static DEFER_HERE: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Whether assignments of recorded shapes are deferred, unless a thread says otherwise.
+static DEFER: AtomicBool = AtomicBool::new(false);
+
+/// Makes the cached entry points return deferred assignments (a, b, c left to the
+/// backend, `Assignment::deferred`) for recorded shapes from now on, or evaluated ones.
+/// Off by default: a caller that reads a, b, c itself gets them. Every `Backend` takes
+/// either (the CPU backend evaluates the products, the GPU backend on the device); the
+/// engine turns it on.
+pub fn set_deferred(on: bool) {
+    DEFER.store(on, Ordering::Relaxed);
+}
+
+/// Runs `f` with deferral ([`set_deferred`]) set to `on` on this thread only, then
+/// restores the previous setting (tests compare both on the same request).
+pub fn with_deferred<R>(on: bool, f: impl FnOnce() -> R) -> R {
+    let before = DEFER_HERE.with(|d| d.replace(Some(on)));
+    let out = f();
+    DEFER_HERE.with(|d| d.set(before));
+    out
+}
+
+/// Whether assignments of recorded shapes are deferred now on this thread (the engine's
+/// admission estimates a partition's host bytes from it).
+pub fn deferred() -> bool {
+    deferring()
+}
+
+fn deferring() -> bool {
+    DEFER_HERE
+        .with(Cell::get)
+        .unwrap_or_else(|| DEFER.load(Ordering::Relaxed))
 }
 
 /// Runs `f` with the cached entry points taking `path` on this thread (benchmarks and
@@ -203,17 +239,34 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
             ms = t.elapsed().as_millis() as u64,
             "constraint system recorded"
         );
-        Some(Arc::new(Shape { r1cs, layout }))
+        Some(Arc::new(Shape {
+            r1cs: Arc::new(r1cs),
+            layout,
+        }))
     });
+    let defer = deferring();
     if let Some(done) = first {
-        return done;
+        // The recording run's own a, b, c are already made; deferred, the host does not
+        // keep them.
+        return match (done, recorded) {
+            (Ok(asg), Some(shape)) if defer => shape
+                .r1cs
+                .with_witness(asg.input_assignment, asg.aux_assignment),
+            (done, _) => done,
+        };
     }
     let Some(shape) = recorded else {
         return crate::synthesize(circuit);
     };
-    let assigned = match (shape.layout, parts, path) {
-        (Some(layout), Some(parts), CachedPath::Parts) => shape.r1cs.assign_parts(&layout, parts),
-        _ => shape.r1cs.assign(circuit.clone()),
+    let assigned = match (shape.layout, parts, path, defer) {
+        (Some(layout), Some(parts), CachedPath::Parts, false) => {
+            shape.r1cs.assign_parts(&layout, parts)
+        }
+        // `with_witness` checks the parts' witness against the recorded counts.
+        (Some(layout), Some(parts), CachedPath::Parts, true) => witness_parts(&layout, parts)
+            .and_then(|(inputs, aux)| shape.r1cs.with_witness(inputs, aux)),
+        (.., false) => shape.r1cs.assign(circuit.clone()),
+        (.., true) => shape.r1cs.assign_deferred(circuit.clone()),
     };
     match assigned {
         Err(SynthesisError::ShapeMismatch { what }) => {

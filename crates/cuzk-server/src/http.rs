@@ -66,6 +66,7 @@ pub fn status_json(s: &EngineStatus) -> Value {
             "is_gpu": d.is_gpu,
             "ordinal": d.ordinal,
             "vram_total_bytes": d.vram_total_bytes,
+            "matrices_vram_bytes": d.matrices_vram_bytes,
             "workers": d.workers,
             "busy_seconds": d.busy.as_secs_f64(),
             "current_job_id": d.current_job_id,

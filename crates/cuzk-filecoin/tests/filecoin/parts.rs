@@ -3,11 +3,12 @@
 //! the witness part by part in parallel (PoRep's challenges; PoSt's sectors through the
 //! extensible witness system) gives one and the same assignment, for every partition of
 //! every kind; PoRep's shape, recorded by the first call from its prefix and one challenge,
-//! is the whole circuit's recording. The proofs themselves are checked end to end in
-//! `prove_2k.rs`. See: #17.
+//! is the whole circuit's recording; with a, b, c deferred to the backend, the assignment is
+//! the same once evaluated. The proofs themselves are checked end to end in `prove_2k.rs`.
+//! See: #17.
 
 use cuzk_filecoin::{parse, FilecoinKind};
-use cuzk_groth16::recorded::{layout, with_path, CachedPath};
+use cuzk_groth16::recorded::{layout, with_deferred, with_path, CachedPath};
 use cuzk_groth16::witness::Counts;
 
 /// Every partition of `kind`'s 2 KiB request, on every path, against plain synthesis.
@@ -22,6 +23,17 @@ fn paths_agree(kind: FilecoinKind) {
             assert!(parts == plain, "{kind} partition {k} round {round}: parts");
             let whole = with_path(CachedPath::Whole, || proof.synthesize(k)).expect("whole");
             assert!(whole == plain, "{kind} partition {k} round {round}: whole");
+        }
+        // The shape is recorded by now: deferred a, b, c evaluate to the plain ones.
+        for path in [CachedPath::Parts, CachedPath::Whole] {
+            let deferred =
+                with_deferred(true, || with_path(path, || proof.synthesize(k))).expect("deferred");
+            assert!(deferred.is_deferred(), "{kind} partition {k} {path:?}");
+            let evaluated = deferred.evaluated().expect("evaluates");
+            assert!(
+                *evaluated == plain,
+                "{kind} partition {k} {path:?}: deferred"
+            );
         }
     }
 }

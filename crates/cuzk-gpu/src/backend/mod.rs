@@ -21,6 +21,7 @@
 //! SRS that does not fit the VRAM budget is streamed from host memory through pinned
 //! staging instead ([`crate::backend::sums::enqueue_streamed`]).
 
+pub mod matrices;
 pub mod plan;
 mod prepare;
 mod prove;
@@ -37,6 +38,7 @@ use cuzk_groth16::{
 };
 use parking_lot::Mutex;
 
+use crate::backend::matrices::{MatrixSet, ResidentMatrices};
 use crate::backend::plan::{Placement, ProvePlan};
 use crate::backend::prepare::{shape_of_srs, validate};
 use crate::backend::residency::{fingerprint, resident_size, Admit, ResidentSet, ResidentSrs};
@@ -110,6 +112,8 @@ pub struct GpuBackend {
     shared: Mutex<Option<Shared>>,
     shared_bytes: std::sync::atomic::AtomicU64,
     srs: ResidentSet,
+    /// Recorded matrices of deferred assignments' shapes, in the same VRAM budget.
+    matrices: MatrixSet,
     fault: Mutex<Option<ProveStage>>,
     /// The second stream of concurrent sums, made on first use.
     lane: std::sync::OnceLock<Arc<Device>>,
@@ -148,6 +152,7 @@ impl GpuBackend {
             shared: Mutex::new(None),
             shared_bytes: Default::default(),
             srs: ResidentSet::default(),
+            matrices: MatrixSet::default(),
             fault: Mutex::new(None),
             lane: std::sync::OnceLock::new(),
             device_bytes: std::sync::OnceLock::new(),
@@ -239,9 +244,19 @@ impl GpuBackend {
         }
     }
 
-    /// Frees the resident SRSs not in use; returns the bytes released.
+    /// Frees the resident SRSs and recorded matrices not in use; returns the bytes released.
     pub fn evict_all(&self) -> u64 {
-        self.srs.evict_idle(&self.dev)
+        self.srs.evict_idle(&self.dev) + self.matrices.evict_idle(&self.dev)
+    }
+
+    /// Device bytes held by recorded matrices (`backend/matrices.rs`).
+    pub fn matrices_bytes(&self) -> u64 {
+        self.matrices.bytes()
+    }
+
+    /// Recorded-matrix uploads made so far (a second prove of a shape makes none).
+    pub fn matrices_uploads(&self) -> u64 {
+        self.matrices.uploads()
     }
 
     /// Device bytes held by resident SRSs.
@@ -311,10 +326,13 @@ impl GpuBackend {
                         let reserve = self.slots.unmade() as u64 * shape.bytes() as u64
                             + grow
                             + BUDGET_MARGIN;
-                        self.srs.bytes() + free.saturating_sub(reserve)
+                        self.srs.bytes() + self.matrices.bytes() + free.saturating_sub(reserve)
                     }
                 };
-                let fits = self.srs.make_room(&self.dev, need, budget);
+                // Resident matrices count in the same budget (they give way to no SRS).
+                let fits = self
+                    .srs
+                    .make_room(&self.dev, need + self.matrices.bytes(), budget);
                 if !fits {
                     tracing::info!(
                         gpu = self.dev.ordinal(),
@@ -326,7 +344,7 @@ impl GpuBackend {
                 if !fits && self.cfg.residency != Residency::Resident {
                     return Ok(Admit::No);
                 }
-                let left = budget.saturating_sub(self.srs.bytes() + need);
+                let left = budget.saturating_sub(self.srs.bytes() + self.matrices.bytes() + need);
                 let table_bytes = match self.cfg.h_table_max_bytes {
                     _ if !fits => 0,
                     Some(max) => max.min(left),
@@ -373,6 +391,65 @@ impl GpuBackend {
         }
     }
 
+    /// The resident matrices of `r1cs` for a prove of `shape` with `srs`, uploading them
+    /// when they fit the VRAM budget beside the SRS (made resident first when the policy
+    /// allows: the SRS comes before the matrices). `Ok(None)`: they do not fit.
+    fn matrices_for(
+        &self,
+        r1cs: &cuzk_groth16::recorded::R1cs,
+        shape: &SlotShape,
+        srs: &Srs,
+    ) -> Result<Option<Arc<ResidentMatrices>>> {
+        if let Some(m) = self.matrices.find(r1cs.id()) {
+            return Ok(Some(m));
+        }
+        let resident = self.resident_for(srs, shape)?;
+        self.matrices.get_or_load(&self.dev, r1cs, |need| {
+            let srs_bytes = self.srs.bytes();
+            let budget = match self.cfg.vram_budget_bytes {
+                Some(b) => b.saturating_sub(srs_bytes),
+                None => {
+                    // What is free, less the slots and the plan's scratch still to be made
+                    // and the margin (as for an SRS), plus the matrices already resident.
+                    let (free, _) = self.dev.mem_info()?;
+                    let placement = match &resident {
+                        Some(r) => Placement::Resident {
+                            lanes: self.lanes(shape, srs.h.len(), r.table()),
+                            table: r.table(),
+                        },
+                        None => Placement::Streamed {
+                            chunk: self.cfg.stream_chunk_points.clamp(1, shape.max_query()),
+                        },
+                    };
+                    let plan_bytes = ProvePlan::new(
+                        shape,
+                        srs.h.len(),
+                        placement,
+                        self.hints(shape),
+                        self.packed_max(),
+                    )
+                    .total as u64;
+                    let grow = plan_bytes.saturating_sub(
+                        self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed),
+                    );
+                    let reserve =
+                        self.slots.unmade() as u64 * shape.bytes() as u64 + grow + BUDGET_MARGIN;
+                    self.matrices.bytes() + free.saturating_sub(reserve)
+                }
+            };
+            let fits = self.matrices.make_room(&self.dev, need, budget);
+            if !fits {
+                tracing::info!(
+                    gpu = self.dev.ordinal(),
+                    need,
+                    budget,
+                    "recorded matrices do not fit the vram budget"
+                );
+            }
+            Ok(fits)
+        })
+    }
+
     /// The window table of the H query of `srs`, when it is resident with one built.
     pub fn h_table(&self, srs: &Srs) -> Option<WindowTable> {
         self.srs.peek(&fingerprint(srs)).and_then(|r| r.table())
@@ -394,13 +471,34 @@ impl Backend for GpuBackend {
         let shape = validate(asg, srs).map_err(|e| BackendError::Mismatch {
             what: e.to_string(),
         })?;
-        let mut stage = ProveStage::Prepare;
-        let r = self.compute_inner(asg, &shape, srs, report, &mut stage);
-        r.map_err(|e| BackendError::Device {
+        let device_err = |stage, e: GpuError| BackendError::Device {
             device: format!("gpu:{}", self.dev.ordinal()),
             stage,
             message: e.to_string(),
-        })
+        };
+        // A deferred assignment's a, b, c come from its recorded matrices on the device,
+        // or, when they do not fit, from the CPU products.
+        let matrices = match &asg.deferred {
+            None => None,
+            Some(r1cs) => match self.matrices_for(r1cs, &shape, srs) {
+                Ok(Some(m)) => Some(m),
+                Ok(None) => {
+                    tracing::info!(
+                        gpu = self.dev.ordinal(),
+                        rows = r1cs.n_rows(),
+                        "recorded matrices not in vram: a, b, c evaluated on the cpu"
+                    );
+                    let evaluated = asg.evaluated().map_err(|e| BackendError::Mismatch {
+                        what: e.to_string(),
+                    })?;
+                    return self.compute(&evaluated, srs, report);
+                }
+                Err(e) => return Err(device_err(ProveStage::Srs, e)),
+            },
+        };
+        let mut stage = ProveStage::Prepare;
+        let r = self.compute_inner(asg, &shape, srs, matrices.as_deref(), report, &mut stage);
+        r.map_err(|e| device_err(stage, e))
     }
 
     fn owns_compute_token(&self) -> bool {
@@ -409,6 +507,10 @@ impl Backend for GpuBackend {
 
     fn srs_device_bytes(&self, srs: &Srs) -> u64 {
         self.srs.peek(&fingerprint(srs)).map_or(0, |r| r.bytes())
+    }
+
+    fn matrices_device_bytes(&self) -> u64 {
+        self.matrices.bytes()
     }
 
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {

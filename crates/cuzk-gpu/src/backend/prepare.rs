@@ -36,7 +36,17 @@ pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
     let lg = asg.lg_domain();
     let n = 1usize << lg;
     let rows = asg.n_rows();
-    if asg.b.len() != rows || asg.c.len() != rows || rows > n {
+    let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
+    if let Some(r1cs) = &asg.deferred {
+        // a, b, c come from the recording: the witness must be of its counts.
+        if r1cs.n_inputs() != ni || r1cs.n_aux() != nx || rows > n {
+            return Err(GpuError::Input(format!(
+                "a witness of {ni} inputs and {nx} aux for a recording of {} and {}",
+                r1cs.n_inputs(),
+                r1cs.n_aux()
+            )));
+        }
+    } else if asg.b.len() != rows || asg.c.len() != rows || rows > n {
         return Err(GpuError::Input(format!(
             "a, b, c have {}, {}, {} rows for a domain of {n}",
             rows,
@@ -50,7 +60,6 @@ pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
             srs.h.len()
         )));
     }
-    let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
     let shape = SlotShape {
         lg,
         n_l: nx,

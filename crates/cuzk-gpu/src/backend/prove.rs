@@ -7,6 +7,7 @@ use std::time::Instant;
 use cudarc::driver::CudaEvent;
 use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTimes};
 
+use super::matrices::ResidentMatrices;
 use super::prepare::{fill_batched, pieces_within, staging_pieces, Piece, UPLOAD_BATCH};
 use super::slots::{SlotShape, SlotVec, SlotVecs};
 use super::GpuBackend;
@@ -55,6 +56,7 @@ impl GpuBackend {
         asg: &Assignment,
         shape: &SlotShape,
         srs: &Srs,
+        matrices: Option<&ResidentMatrices>,
         report: &mut ProveReport,
         stage: &mut ProveStage,
     ) -> Result<MsmOutputs> {
@@ -108,7 +110,12 @@ impl GpuBackend {
         let [p0, p1, p2, p3] = cut_parts(staging, &bounds)?;
         let (pieces, parts_done) = (&pieces, &parts_done);
         dev.upload_scope(|up| {
-            let fill = |part, k| fill_part(up, part, k, &bounds, pieces, &used, &parts_done[k]);
+            // With the matrices resident, a, b, c are computed on the device from the
+            // witness (`run.rs`): their parts upload nothing.
+            let fill = |part, k: usize| match matrices {
+                Some(_) if k < 3 => up.record(&parts_done[k]),
+                _ => fill_part(up, part, k, &bounds, pieces, &used, &parts_done[k]),
+            };
             fill(p0, 0)?;
             let mut fill_time = t.elapsed();
             let mut wait_start = call_start.elapsed();
@@ -196,6 +203,7 @@ impl GpuBackend {
                     &shape,
                     srs,
                     resident.as_deref(),
+                    matrices,
                     report,
                     stage,
                     &mut ready,

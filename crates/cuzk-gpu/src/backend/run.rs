@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, Srs};
 
+use super::matrices::ResidentMatrices;
 use super::plan::{Placement, ProvePlan, SumPlan};
 use super::prove::Ready;
 use super::residency::{Query, ResidentSrs};
@@ -21,6 +22,7 @@ use crate::device::layout::{as_bytes, FR_BYTES};
 use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
 use crate::ops::ntt::NttPlan;
+use crate::ops::sparse::products_enqueue;
 
 /// The stage each query's sum is timed and failed as.
 fn stage_of(q: Query) -> ProveStage {
@@ -82,6 +84,7 @@ impl GpuBackend {
         shape: &SlotShape,
         srs: &Srs,
         resident: Option<&ResidentSrs>,
+        matrices: Option<&ResidentMatrices>,
         report: &mut ProveReport,
         stage: &mut ProveStage,
         ready: Ready<'_>,
@@ -146,6 +149,32 @@ impl GpuBackend {
             vecs.get(SlotVec::B),
             vecs.get(SlotVec::C),
         ];
+        if let Some(m) = matrices {
+            // a = A·z, b = B·z, c = C·z from the uploaded witness: the inputs lead the A
+            // scalars, the aux are the L scalars; the rows past them are zero.
+            ready(3, dev)?;
+            m.with_region(|mats, layout| {
+                let rows = layout.n_rows();
+                let z_in = vecs
+                    .get(SlotVec::ScalarsA)
+                    .slice(0, layout.n_inputs() * FR_BYTES)?;
+                let z_aux = vecs.get(SlotVec::L).slice(0, layout.n_aux() * FR_BYTES)?;
+                for v in &abc {
+                    let tail = v.bytes().saturating_sub(rows * FR_BYTES);
+                    if tail > 0 {
+                        dev.memset_zero(&v.slice(rows * FR_BYTES, tail)?)?;
+                    }
+                }
+                products_enqueue(
+                    dev,
+                    layout,
+                    mats,
+                    &z_in,
+                    &z_aux,
+                    [&abc[0], &abc[1], &abc[2]],
+                )
+            })?;
+        }
         ntt.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| ready(k, dev))?;
         timer.mark(ProveStage::NttH)?;
         let scalars = Scalars {

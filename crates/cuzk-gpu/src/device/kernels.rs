@@ -26,17 +26,20 @@ pub enum KernelId {
     FixedBase,
     /// `table.cu`: rows of a G1 window table (the resident H query's precomputation).
     Table,
+    /// `sparse.cu`: recorded constraint matrices times the witness (a, b, c on the device).
+    Sparse,
 }
 
 impl KernelId {
     /// Every module, in build order.
-    pub const ALL: [KernelId; 6] = [
+    pub const ALL: [KernelId; 7] = [
         KernelId::Ntt,
         KernelId::Msm,
         KernelId::Classify,
         KernelId::BatchAdd,
         KernelId::FixedBase,
         KernelId::Table,
+        KernelId::Sparse,
     ];
 
     /// Module name (the file stem).
@@ -48,6 +51,7 @@ impl KernelId {
             KernelId::BatchAdd => "batch_add",
             KernelId::FixedBase => "fixed_base",
             KernelId::Table => "table",
+            KernelId::Sparse => "sparse",
         }
     }
 
@@ -60,6 +64,7 @@ impl KernelId {
             KernelId::BatchAdd => include_str!("../../kernels/batch_add.cu"),
             KernelId::FixedBase => include_str!("../../kernels/fixed_base.cu"),
             KernelId::Table => include_str!("../../kernels/table.cu"),
+            KernelId::Sparse => include_str!("../../kernels/sparse.cu"),
         }
     }
 

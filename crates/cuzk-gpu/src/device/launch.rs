@@ -314,6 +314,23 @@ kernels! {
     Msm to_jacobian[group](input: Buf [n as usize * group.xyzz_bytes()], out: Buf [n as usize * group.jacobian_bytes()], n: u32);
     /// One row of a G1 window table: each point doubled `dbls` times.
     Table table_row_g1(input: Buf [n as usize * G1_AFFINE_BYTES], out: Buf [n as usize * G1_AFFINE_BYTES], n: u32, dbls: u32);
+    /// out[i] = Σ coeffs[coeff[k]]·z[col[k]] over row i's entries, one thread per row of at
+    /// most `long_len` entries (longer rows are `sparse_long_rows_fr`'s).
+    Sparse sparse_rows_fr(
+        row_start: Buf [(n_rows as usize + 1) * 4], col: Buf [nnz as usize * 4],
+        coeff: Buf [nnz as usize * 4], coeffs: Buf [n_coeffs as usize * FR_BYTES],
+        inputs: Buf [n_inputs as usize * FR_BYTES], aux: Buf [n_aux as usize * FR_BYTES],
+        n_rows: u32, nnz: u32, n_coeffs: u32, n_inputs: u32, n_aux: u32, long_len: u32,
+        out: Buf [n_rows as usize * FR_BYTES],
+    );
+    /// The same sum for the listed rows, one warp per row.
+    Sparse sparse_long_rows_fr(
+        row_start: Buf [(n_rows as usize + 1) * 4], col: Buf [nnz as usize * 4],
+        coeff: Buf [nnz as usize * 4], coeffs: Buf [n_coeffs as usize * FR_BYTES],
+        inputs: Buf [n_inputs as usize * FR_BYTES], aux: Buf [n_aux as usize * FR_BYTES],
+        n_rows: u32, nnz: u32, n_coeffs: u32, n_inputs: u32, n_aux: u32,
+        rows: Buf [n_long as usize * 4], n_long: u32, out: Buf [n_rows as usize * FR_BYTES],
+    );
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::assignment::Abc;
 use crate::backend::{Backend, BackendError, MsmOutputs, ProveReport, ProveStage};
 use crate::{Assignment, Srs};
 use h::HPlan;
@@ -73,12 +74,18 @@ impl Backend for CpuBackend {
         check_shapes(asg, srs)?;
 
         let t = Instant::now();
+        // A deferred assignment's a, b, c: the recording's sparse products, here.
+        let abc = asg.abc().map_err(|e| BackendError::Mismatch {
+            what: e.to_string(),
+        })?;
+        check_rows(asg.n_rows(), &abc)?;
         let plan = self.plan(asg.lg_domain())?;
         let h = plan
-            .compute_h(&asg.a, &asg.b, &asg.c)
+            .compute_h(&abc.a, &abc.b, &abc.c)
             .map_err(|e| BackendError::Mismatch {
                 what: e.to_string(),
             })?;
+        drop(abc);
         report.push(ProveStage::NttH, t.elapsed());
 
         let t = Instant::now();
@@ -139,18 +146,26 @@ impl Backend for CpuBackend {
     }
 }
 
-/// Checks that the assignment is well formed and sized for these parameters.
+/// Checks that a, b, c have `rows` rows each.
+fn check_rows(rows: usize, abc: &Abc<'_>) -> Result<(), BackendError> {
+    if abc.a.len() != rows || abc.b.len() != rows || abc.c.len() != rows {
+        return Err(BackendError::Mismatch {
+            what: format!(
+                "a, b, c have {}, {}, {} rows",
+                abc.a.len(),
+                abc.b.len(),
+                abc.c.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that the assignment is well formed and sized for these parameters (a, b, c are
+/// checked by [`check_rows`] once evaluated).
 fn check_shapes(asg: &Assignment, srs: &Srs) -> Result<(), BackendError> {
     let mismatch = |what: String| Err(BackendError::Mismatch { what });
     let rows = asg.n_rows();
-    if asg.b.len() != rows || asg.c.len() != rows {
-        return mismatch(format!(
-            "a, b, c have {}, {}, {} rows",
-            rows,
-            asg.b.len(),
-            asg.c.len()
-        ));
-    }
     if asg.input_assignment.is_empty() {
         return mismatch("no public inputs (ONE is missing)".to_string());
     }

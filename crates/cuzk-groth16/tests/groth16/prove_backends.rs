@@ -7,6 +7,7 @@
 use crate::common::{bellperson_params, srs_from_params, TestCircuit};
 use bellperson::groth16::{create_proof, create_random_proof};
 use blstrs::Bls12;
+use cuzk_groth16::recorded::R1cs;
 use cuzk_groth16::{
     prove, prove_random, synthesize, verify, Backend, BackendError, Proof, ProveError, ProveStage,
     Scalar, Srs, SrsOptions,
@@ -83,6 +84,33 @@ backend_test!(matches_bellperson_byte_for_byte, |backend: &dyn Backend| {
         assert_eq!(proof_bytes(&ours), proof_bytes(&theirs));
     }
 });
+
+// A deferred assignment (a, b, c left to the backend, the recording carried instead)
+// proves to the same bytes as the evaluated one for the same r and s. See: #17.
+backend_test!(
+    deferred_assignments_prove_as_evaluated,
+    |backend: &dyn Backend| {
+        for (n_constraints, n_inputs, late) in [(0, 0, false), (300, 4, true), (1100, 3, false)] {
+            let circuit =
+                TestCircuit::new(n_constraints, n_inputs, late, 70 + n_constraints as u64);
+            let params = bellperson_params(&circuit, 4);
+            let srs = srs_from_params(&params);
+            let asg = synthesize(circuit.clone()).unwrap();
+            let r1cs = std::sync::Arc::new(R1cs::record(circuit.clone()).unwrap());
+            let deferred = r1cs.assign_deferred(circuit.clone()).unwrap();
+            assert!(deferred.is_deferred() && deferred.a.is_empty());
+            let mut rng = ChaCha8Rng::seed_from_u64(5);
+            let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+            let (want, _) = prove(&asg, &srs, r, s, backend).unwrap();
+            let (got, _) = prove(&deferred, &srs, r, s, backend).unwrap();
+            assert_eq!(
+                proof_bytes(&got),
+                proof_bytes(&want),
+                "{n_constraints} constraints"
+            );
+        }
+    }
+);
 
 backend_test!(
     bad_proofs_inputs_and_keys_are_rejected,

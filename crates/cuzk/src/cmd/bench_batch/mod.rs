@@ -261,6 +261,17 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
                 s.load_time.as_secs_f64()
             );
         }
+        // What the GPUs hold once the run is over: the recorded matrices (a, b, c computed
+        // on the device) beside the resident SRSs.
+        for d in engine.status().devices.iter().filter(|d| d.is_gpu) {
+            eprintln!(
+                "device {}: recorded matrices {} bytes in vram, busy {:.2} s, {} faults",
+                d.name,
+                d.matrices_vram_bytes,
+                d.busy.as_secs_f64(),
+                d.faults_total
+            );
+        }
         engine.shutdown(Duration::from_secs(10)).await;
     }
     Ok(())
