@@ -193,7 +193,7 @@ part_params32() {
   [ -f /tmp/fake-porep-32g.json ] || timeout 120 "$bin" gen request --kind porep \
     --sector-size 32GiB --fake --seed 1 --out /tmp/fake-porep-32g.json 2>&1 | tail -2 | cut -c1-600
   t "test parameters of the 32 GiB PoRep circuit (2^27 domain), on the GPU, written to disk"
-  ( time timeout 560 "$bin" gen params --kind porep --sector-size 32GiB --dir /tmp/p32 ) 2>&1 |
+  ( time timeout "${PARAMS32_TIMEOUT:-560}" "$bin" gen params --kind porep --sector-size 32GiB --dir /tmp/p32 ) 2>&1 |
     grep -vE '^\s*$' | cut -c1-2000 | tee "$OUT/params-porep-32g.log"
   ls -la /tmp/p32 | tee -a "$OUT/params-porep-32g.log"
 }
@@ -201,7 +201,7 @@ part_params32() {
 part_batch32() {
   local bin=$NEW/cuzk n=${BATCH32_COUNT:-2}
   t "$n whole 32 GiB PoRep proofs (fake request: cannot verify), default config"
-  timeout 580 "$bin" bench batch --kind porep --request /tmp/fake-porep-32g.json --fake \
+  timeout "${BATCH32_TIMEOUT:-580}" "$bin" bench batch --kind porep --request /tmp/fake-porep-32g.json --fake \
     --count "$n" --concurrency "$n" --param-dir /tmp/p32 --timeline "$OUT/timeline-porep-32g.svg" \
     2>&1 | grep -vE '^\s*$|INFO' | cut -c1-3000 | tee "$OUT/batch-porep-32g.log"
   free -g | tee -a "$OUT/batch-porep-32g.log"
