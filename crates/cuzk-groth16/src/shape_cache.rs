@@ -184,13 +184,21 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
         .or_default()
         .clone();
     // The first call of an id records the shape and keeps the assignment of that same
-    // run; calls meanwhile do not wait for it (a recording takes ~1.75× a plain run) but
-    // synthesize the plain way; later calls find the recording (or `None`).
-    if cell.shape.get().is_none() && cell.recording.swap(true, Ordering::AcqRel) {
+    // run; later calls find the recording (or `None`). Calls meanwhile wait for it: the
+    // plain way would hold a, b, c and the constraint bookkeeping, about four times the
+    // witness that admission charges a partition while a, b, c are deferred (a 32 GiB
+    // PoRep partition: ~17 GB against 4.2 GB; fourteen of them at once exhausted a
+    // 128 GiB host), and a recording from parts takes seconds. A call on a rayon worker
+    // does not wait (the recording may need that worker): it synthesizes the plain way.
+    if cell.shape.get().is_none()
+        && cell.recording.load(Ordering::Acquire)
+        && rayon::current_thread_index().is_some()
+    {
         return crate::synthesize(circuit);
     }
     let mut first: Option<Result<Assignment, SynthesisError>> = None;
     let recorded = cell.shape.get_or_init(|| {
+        cell.recording.store(true, Ordering::Release);
         let t = std::time::Instant::now();
         // From the prefix and one part where the parts allow it (`recorded_parts.rs`),
         // else the whole circuit.
@@ -382,10 +390,12 @@ mod tests {
         }
     }
 
-    /// While the first call of an id records, another call of the same id does not wait
-    /// for it: it returns the plain assignment. See: #17.
+    /// While the first call of an id records, another call of the same id from outside the
+    /// rayon pool waits for the recording and gets its assignment through it (the plain way
+    /// would hold four times the memory admission charged); a call on a rayon worker does
+    /// not wait and synthesizes the plain way. See: #17.
     #[test]
-    fn calls_during_a_recording_do_not_wait_for_it() {
+    fn calls_during_a_recording_wait_for_it_outside_the_rayon_pool() {
         let c = SyntheticCircuit::with_log_n(8, 3, SyntheticShape::default()).expect("valid");
         let id = "test-shape-cache-gated-8";
         let (open, gate) = mpsc::channel();
@@ -403,27 +413,44 @@ mod tests {
             }
             std::thread::yield_now();
         };
-        let other = c.with_witness_seed(9);
-        let (done, finished) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = done.send(synthesize_cached(
-                id,
-                Gated {
-                    circuit: other,
-                    gate: None,
-                },
-            ));
-        });
-        let got = finished
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the second call returned while the first was still recording")
+        let ungated = move |seed| Gated {
+            circuit: c.with_witness_seed(seed),
+            gate: None,
+        };
+        // On a rayon worker: plain, at once, while the recording is still under way.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let on_pool = pool
+            .install(|| synthesize_cached(id, ungated(8)))
             .expect("synthesizes");
         assert!(
             slot.shape.get().is_none(),
             "the recording is still under way"
         );
-        assert_eq!(got, crate::synthesize(other).expect("plain"));
+        assert_eq!(
+            on_pool,
+            crate::synthesize(c.with_witness_seed(8)).expect("plain")
+        );
+        // Outside the pool: waits for the recording.
+        let (done, finished) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(synthesize_cached(id, ungated(9)));
+        });
+        assert!(
+            finished.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the second call returned while the first was still recording"
+        );
         open.send(()).expect("release the recorder");
+        let got = finished
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the second call returns once the recording is made")
+            .expect("synthesizes");
+        assert_eq!(
+            got,
+            crate::synthesize(c.with_witness_seed(9)).expect("plain")
+        );
         let first = recorder.join().expect("recorder").expect("records");
         assert_eq!(first, crate::synthesize(c).expect("plain"));
         assert!(layout(id).is_none() && slot.shape.get().is_some_and(|s| s.is_some()));
