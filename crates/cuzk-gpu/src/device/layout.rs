@@ -49,6 +49,27 @@ pub fn as_bytes_mut<T: Plain>(v: &mut [T]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
+/// A vector of `n` all-zero-bytes values, allocated zeroed (large ones come from the
+/// kernel as untouched zero pages, so this costs no pass over the memory), for outputs
+/// filled by downloads through [`as_bytes_mut`].
+pub fn zeroed_vec<T: Plain>(n: usize) -> Vec<T> {
+    let size = std::mem::size_of::<T>();
+    if n == 0 || size == 0 {
+        return Vec::new();
+    }
+    let layout = std::alloc::Layout::array::<T>(n).expect("vector size overflows");
+    // SAFETY: the layout has a non-zero size; a null result is handed to the allocation
+    // error handler; the memory is zeroed, which is a valid T for T: Plain; the Vec takes
+    // ownership with the same layout (capacity n of T, the global allocator).
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<T>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Vec::from_raw_parts(ptr, n, n)
+    }
+}
+
 /// The Montgomery limbs of a scalar as 8 × u32, for kernel arguments.
 pub fn scalar_words(s: &Scalar) -> [u32; 8] {
     words(as_bytes(std::slice::from_ref(s)))
@@ -97,6 +118,18 @@ pub fn g2_from_jacobian(b: &[u8]) -> G2Projective {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeroed_vectors_hold_zeros_of_their_length() {
+        let v: Vec<Scalar> = zeroed_vec(1000);
+        assert_eq!(v.len(), 1000);
+        assert!(v.iter().all(|s| bool::from(s.is_zero())));
+        let mut p: Vec<G1Affine> = zeroed_vec(3);
+        as_bytes_mut(&mut p[1..2]).fill(0xff);
+        assert!(as_bytes(&p[..1]).iter().all(|&b| b == 0));
+        assert!(as_bytes(&p[1..2]).iter().all(|&b| b == 0xff));
+        assert!(zeroed_vec::<G2Affine>(0).is_empty());
+    }
     use ff::Field;
     use group::{prime::PrimeCurveAffine, Curve, Group};
 

@@ -12,7 +12,6 @@
 //! logged at info level (`fixed-base multiplication done`) and summed for
 //! `FixedBaseMul::take_stages`.
 
-use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,7 +24,7 @@ use rayon::prelude::*;
 
 use crate::device::arena::VramArena;
 use crate::device::launch;
-use crate::device::layout::{as_bytes, Plain, FR_BYTES};
+use crate::device::layout::{as_bytes, as_bytes_mut, zeroed_vec, Plain, FR_BYTES};
 use crate::device::pinned::PinnedPool;
 use crate::device::Device;
 use crate::error::{GpuError, Result};
@@ -147,24 +146,6 @@ fn par_copy(dst: &mut [u8], src: &[u8]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
-/// Copies the bytes of `src` into `dst`, which holds exactly `src.len()` bytes' worth of
-/// `A`s, on all cores.
-fn par_copy_into_uninit<A: Plain + Send>(dst: &mut [MaybeUninit<A>], src: &[u8]) {
-    let size = std::mem::size_of::<A>();
-    assert_eq!(dst.len() * size, src.len(), "copy of a partial point");
-    let per_task = (COPY_TASK / size).max(1);
-    dst.par_chunks_mut(per_task)
-        .zip(src.par_chunks(per_task * size))
-        .for_each(|(d, s)| {
-            // SAFETY: `d` is `s.len()` bytes of writable memory (asserted above: the
-            // chunks have matching sizes), the two do not overlap (one is a pinned
-            // buffer, the other a Vec's spare capacity), and A: Plain accepts any bytes.
-            unsafe {
-                std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len())
-            }
-        });
-}
-
 fn run<A: Plain + Send + Sync>(
     fb: &GpuFixedBase,
     group: Group,
@@ -195,7 +176,7 @@ fn run<A: Plain + Send + Sync>(
     let mut pin_out = [pool.take(chunk * ab)?, pool.take(chunk * ab)?];
     dev.upload(&t, tb)?;
 
-    let mut out: Vec<A> = Vec::with_capacity(n);
+    let mut out: Vec<A> = zeroed_vec(n);
     let ranges: Vec<std::ops::Range<usize>> = (0..n)
         .step_by(chunk)
         .map(|b| b..(b + chunk).min(n))
@@ -213,10 +194,7 @@ fn run<A: Plain + Send + Sync>(
         lanes[l].download(&mut pin_out[l].as_mut_slice()?[..bytes], &o[l])?;
         st.wait_download += clock.elapsed();
         let clock = Instant::now();
-        par_copy_into_uninit(
-            &mut out.spare_capacity_mut()[r],
-            &pin_out[l].as_slice()?[..bytes],
-        );
+        par_copy(as_bytes_mut(&mut out[r]), &pin_out[l].as_slice()?[..bytes]);
         st.copy_out += clock.elapsed();
         Ok(())
     };
@@ -255,9 +233,6 @@ fn run<A: Plain + Send + Sync>(
     if !ranges.is_empty() {
         finish(ranges.len() - 1, &mut out, &mut pin_out, &mut st)?;
     }
-    // SAFETY: the ranges cover 0..n, and `finish` wrote every element of each (the copy
-    // asserts whole points); a failure above returned before this with `out` empty.
-    unsafe { out.set_len(n) };
     for (start, end) in &events {
         st.kernel += dev.elapsed(start, end)?;
     }

@@ -1,0 +1,48 @@
+//! A [`SyntheticCircuit`] as its prefix and parts (a child module of `synthetic.rs`).
+
+use super::*;
+
+/// One piece of a [`SyntheticCircuit`] given as its [`Parts`]: the prefix, followed by
+/// sub-circuit `part` when that is set.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SyntheticPart {
+    circuit: SyntheticCircuit,
+    part: Option<usize>,
+}
+
+impl Circuit<Scalar> for SyntheticPart {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let pieces = self.part.map_or(Pieces::Prefix, Pieces::Part);
+        Generator::new(&self.circuit).run(cs, &self.circuit, pieces)
+    }
+}
+
+/// A circuit of [`SyntheticShape::parts`] ≥ 2 as its prefix and sub-circuits; a sequential
+/// one has no parts (`n_parts` 0).
+impl Parts for SyntheticCircuit {
+    type Part = SyntheticPart;
+
+    fn n_parts(&self) -> usize {
+        self.split().parts
+    }
+
+    fn part(&self, j: usize) -> Result<SyntheticPart, crate::SynthesisError> {
+        if j >= self.n_parts() {
+            return Err(crate::SynthesisError::Part {
+                part: j,
+                reason: format!("a synthetic circuit of {} parts", self.n_parts()),
+            });
+        }
+        Ok(SyntheticPart {
+            circuit: *self,
+            part: Some(j),
+        })
+    }
+
+    fn prefix(&self) -> Result<Option<SyntheticPart>, crate::SynthesisError> {
+        Ok((self.n_parts() > 0).then_some(SyntheticPart {
+            circuit: *self,
+            part: None,
+        }))
+    }
+}
