@@ -4,27 +4,15 @@
 //! across several device passes. Without a CUDA device each test prints
 //! `skipped: no CUDA device` and passes.
 
-use std::sync::Arc;
-
 use blstrs::{G1Projective, G2Projective, Scalar};
-use cuzk_gpu::{Device, GpuFixedBase};
+use cuzk_gpu::GpuFixedBase;
 use cuzk_groth16::paramgen::{CpuFixedBase, FixedBaseMul};
 use ff::Field;
 use group::Group;
 use rand_chacha::rand_core::SeedableRng;
 
-fn device() -> Option<Arc<Device>> {
-    match cuzk_gpu::device_count() {
-        Ok(n) if n > 0 => match Device::open(0) {
-            Ok(d) => Some(d),
-            Err(e) => panic!("a device is present but does not open: {e}"),
-        },
-        _ => {
-            println!("skipped: no CUDA device");
-            None
-        }
-    }
-}
+mod support;
+use support::device;
 
 /// `n` scalars: the edge cases first, then random ones.
 fn scalars(n: usize, seed: u64) -> Vec<Scalar> {

@@ -8,30 +8,8 @@ use std::sync::Arc;
 use cuzk_gpu::diag::check::{check_msm, check_ntt, CheckOutcome};
 use cuzk_gpu::Device;
 
-fn device() -> Option<Arc<Device>> {
-    match cuzk_gpu::device_count() {
-        Ok(n) if n > 0 => match Device::open(0) {
-            Ok(d) => Some(d),
-            Err(e) => panic!("a device is present but does not open: {e}"),
-        },
-        _ => {
-            println!("skipped: no CUDA device");
-            None
-        }
-    }
-}
-
-fn seed() -> u64 {
-    std::env::var("CUZK_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        })
-}
+mod support;
+use support::{device, seed};
 
 fn assert_all(results: &[CheckOutcome]) {
     let bad: Vec<_> = results.iter().filter(|r| !r.ok).collect();
