@@ -95,6 +95,21 @@ backend() {
   fi
 }
 
+# The SupraSeal C2 baseline, or a printed skip.
+have_supraseal() {
+  [ -x "$SUPRASEAL_BIN" ] && return 0
+  echo "no SupraSeal baseline at $SUPRASEAL_BIN (bench/supraseal/build.sh): skipped"
+  return 1
+}
+
+# The fake 32 GiB PoRep request at /tmp/fake-porep-32g.json, made once per machine.
+FAKE32=/tmp/fake-porep-32g.json
+fake_request_32g() {
+  t "fake 32 GiB PoRep request (its proofs cannot verify)"
+  [ -f "$FAKE32" ] || timeout 120 "$1" gen request --kind porep --sector-size 32GiB --fake \
+    --seed 1 --out "$FAKE32" 2>&1 | tail -2 | cut -c1-600
+}
+
 part_checks() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   for dir in $(binaries); do
@@ -123,10 +138,7 @@ part_backend() {
 
 part_h2h() {
   local dir=$1 w; w=$(label "$1")
-  if [ ! -x "$SUPRASEAL_BIN" ]; then
-    echo "no SupraSeal baseline at $SUPRASEAL_BIN (bench/supraseal/build.sh): skipped"
-    return
-  fi
+  have_supraseal || return
   for lg in 20 22 24; do
     t "$w ($(commit "$dir")): bench prove 2^$lg against SupraSeal C2"
     timeout 200 "$dir/cuzk" bench prove --backend gpu --compare supraseal --log-n $lg \
@@ -167,20 +179,15 @@ part_filecoin() {
 
 part_realsize() {
   local bin=$NEW/cuzk
-  t "fake 32 GiB PoRep request (its proofs cannot verify)"
-  timeout 120 "$bin" gen request --kind porep --sector-size 32GiB --fake --seed 1 \
-    --out /tmp/fake-porep-32g.json 2>&1 | tail -2 | cut -c1-600
+  fake_request_32g "$bin"
   t "bench synth: partition 0 of the fake 32 GiB PoRep"
-  ( time timeout 520 "$bin" bench synth --kind porep --request /tmp/fake-porep-32g.json --fake \
+  ( time timeout 520 "$bin" bench synth --kind porep --request "$FAKE32" --fake \
     --reps 1 ) 2>&1 | grep -vE '^\s*$|INFO' | cut -c1-2000 | tee "$OUT/synth-porep-32g.log"
 }
 
 part_e2e24() {
   local bin=$NEW/cuzk
-  if [ ! -x "$SUPRASEAL_BIN" ]; then
-    echo "no SupraSeal baseline at $SUPRASEAL_BIN (bench/supraseal/build.sh): skipped"
-    return
-  fi
+  have_supraseal || return
   t "new ($(commit "$NEW")): bench prove 2^24 as 18 parts, the daemon's synthesis, against SupraSeal C2"
   timeout 420 "$bin" bench prove --backend gpu --compare supraseal --log-n 24 --parts 18 \
     --reps 3 --seed $SEED --params-dir "$PARAMS" --supraseal-bin "$SUPRASEAL_BIN" 2>&1 |
@@ -189,9 +196,7 @@ part_e2e24() {
 
 part_params32() {
   local bin=$NEW/cuzk
-  t "fake 32 GiB PoRep request (its proofs cannot verify)"
-  [ -f /tmp/fake-porep-32g.json ] || timeout 120 "$bin" gen request --kind porep \
-    --sector-size 32GiB --fake --seed 1 --out /tmp/fake-porep-32g.json 2>&1 | tail -2 | cut -c1-600
+  fake_request_32g "$bin"
   t "test parameters of the 32 GiB PoRep circuit (2^27 domain), on the GPU, written to disk"
   ( time timeout "${PARAMS32_TIMEOUT:-560}" "$bin" gen params --kind porep --sector-size 32GiB --dir /tmp/p32 ) 2>&1 |
     grep -vE '^\s*$' | cut -c1-2000 | tee "$OUT/params-porep-32g.log"
@@ -201,7 +206,7 @@ part_params32() {
 part_batch32() {
   local bin=$NEW/cuzk n=${BATCH32_COUNT:-2}
   t "$n whole 32 GiB PoRep proofs (fake request: cannot verify), default config"
-  timeout "${BATCH32_TIMEOUT:-580}" "$bin" bench batch --kind porep --request /tmp/fake-porep-32g.json --fake \
+  timeout "${BATCH32_TIMEOUT:-580}" "$bin" bench batch --kind porep --request "$FAKE32" --fake \
     --count "$n" --concurrency "$n" --param-dir /tmp/p32 --timeline "$OUT/timeline-porep-32g.svg" \
     2>&1 | grep -vE '^\s*$|INFO' | cut -c1-3000 | tee "$OUT/batch-porep-32g.log"
   free -g | tee -a "$OUT/batch-porep-32g.log"
