@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use bincode::Options as _;
+use cuzk_groth16::recorded::R1cs;
+use cuzk_groth16::witness::Counts;
 use cuzk_groth16::{
     Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, VerifyingKey,
 };
@@ -22,8 +24,15 @@ use storage_proofs_update::{
 
 use crate::partition::{self, bytes32, check_sector_size};
 use crate::registry::{circuit_id, FilecoinKind, Registered, SectorSize};
+use parts::UpdateParts;
 
 type TreeRDomain = <TreeRHasher as filecoin_hashers::Hasher>::Domain;
+
+// The update circuit mirrored (`mirror`), given as a prefix and its challenges (`parts`).
+#[path = "snap_mirror.rs"]
+mod mirror;
+#[path = "snap_parts.rs"]
+mod parts;
 
 /// A SnapDeals update proof request for sectors of shape `Tree`, ready to prove.
 pub struct SnapDealsProof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
@@ -56,6 +65,88 @@ pub fn parse(
     check_sector_size(req.sector_size, size)?;
     let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
     with_tree!(size, boxed, size, config, req, opts)
+}
+
+/// What [`check_mirror`] compares for a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MirrorCheck {
+    /// The update circuit and its mirror over every challenge, each recorded
+    /// (`cuzk_groth16::recorded::R1cs`): the same counts, coefficient table and matrices.
+    Recordings,
+    /// Counts only, of the mirror's prefix and of its last part (the prefix and the last
+    /// challenge) walked witness-only, against the update circuit's known counts
+    /// (`params::CircuitShape`): for sizes too large to record in a test.
+    Counts,
+}
+
+/// Checks partition `partition_idx` of a SnapDeals request's mirrored update circuit
+/// (`snap_parts.rs`, the circuit given as its challenges) against the update circuit
+/// itself: `None` when they agree as `check` asks, else how they differ. For tests and
+/// benchmarks; parses as [`parse`] does.
+///
+/// # Errors
+/// As [`parse`], and [`KindError::Synthesis`] when a circuit or the mirror fails.
+pub fn check_mirror(
+    req: &ProofRequest,
+    opts: crate::ParseOptions,
+    partition_idx: usize,
+    check: MirrorCheck,
+) -> Result<Option<String>, KindError> {
+    fn of<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+        size: SectorSize,
+        config: SectorUpdateConfig,
+        req: &ProofRequest,
+        opts: crate::ParseOptions,
+        k: usize,
+        check: MirrorCheck,
+    ) -> Result<Option<String>, KindError> {
+        let proof = SnapDealsProof::<Tree>::new(size, config, req, opts)?;
+        let circuit = proof.circuit(k)?;
+        let synthesis = |e: &dyn std::fmt::Display| KindError::Synthesis {
+            partition_idx: k,
+            reason: e.to_string(),
+        };
+        match check {
+            MirrorCheck::Recordings => {
+                let mirror = parts::UpdateMirror {
+                    circuit: &circuit,
+                    span: parts::Span::All,
+                };
+                let ours = R1cs::record(mirror).map_err(|e| synthesis(&e))?;
+                let theirs = R1cs::record(proof.circuit(k)?).map_err(|e| synthesis(&e))?;
+                Ok(parts::recording_difference(&theirs, &ours))
+            }
+            MirrorCheck::Counts => {
+                let layout = parts::walk_layout(&circuit).map_err(|e| synthesis(&e))?;
+                let shape = crate::params::CircuitShape::of(FilecoinKind::SnapDeals, size);
+                let want = Counts {
+                    inputs: shape.inputs,
+                    aux: shape.aux,
+                    constraints: shape.constraints,
+                };
+                Ok((layout.total() != want).then(|| {
+                    format!(
+                        "the mirror's prefix {} and {} parts of {} add up to {}, the update \
+                         circuit has {want}",
+                        layout.prefix,
+                        layout.n_parts,
+                        layout.stride,
+                        layout.total()
+                    )
+                }))
+            }
+        }
+    }
+    let reg = Registered::from_abi(FilecoinKind::SnapDeals, req.registered_proof)?;
+    let Registered::Update(registered) = reg else {
+        return Err(KindError::Other(
+            "registered proof is not an update proof".into(),
+        ));
+    };
+    let size = reg.sector_size();
+    check_sector_size(req.sector_size, size)?;
+    let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
+    with_tree!(size, of, size, config, req, opts, partition_idx, check)
 }
 
 fn boxed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
@@ -166,6 +257,26 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapDealsProof<Tree>
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapDealsProof<Tree> {
+    /// Partition `partition_idx`'s update circuit.
+    fn circuit(&self, partition_idx: usize) -> Result<EmptySectorUpdateCircuit<Tree>, KindError> {
+        let vanilla = self
+            .vanilla_proofs
+            .get(partition_idx)
+            .ok_or_else(|| partition::circuit_error(partition_idx, "no such partition"))?;
+        crate::guard("vanilla_proofs", || {
+            <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
+                &self.pub_inputs,
+                (),
+                vanilla,
+                &self.pub_params,
+                Some(partition_idx),
+            )
+        })?
+        .map_err(|e| partition::circuit_error(partition_idx, e))
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedProof
     for SnapDealsProof<Tree>
 {
@@ -186,28 +297,17 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedProof
     }
 
     fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
-        let vanilla = self
-            .vanilla_proofs
-            .get(partition_idx)
-            .ok_or_else(|| partition::circuit_error(partition_idx, "no such partition"))?;
-        let build = || -> Result<EmptySectorUpdateCircuit<Tree>, KindError> {
-            crate::guard("vanilla_proofs", || {
-                <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
-                    &self.pub_inputs,
-                    (),
-                    vanilla,
-                    &self.pub_params,
-                    Some(partition_idx),
-                )
-            })?
-            .map_err(|e| partition::circuit_error(partition_idx, e))
-        };
-        // The update circuit is not Clone: build it once to surface errors, then let the
-        // recorder rebuild it for each run it makes.
-        build()?;
-        partition::synthesize_circuit(
+        let build = || self.circuit(partition_idx);
+        // The update circuit is not Clone: build it once to surface errors (and to give
+        // the mirrored parts their inputs), then let the recorder rebuild it for each run
+        // it makes.
+        let circuit = build()?;
+        let parts =
+            UpdateParts::new(&circuit).map_err(|e| partition::circuit_error(partition_idx, e))?;
+        partition::synthesize_parts(
             &self.circuit_id(),
             partition::Rebuild(&build),
+            &parts,
             partition_idx,
         )
     }

@@ -4,10 +4,14 @@
 //! extensible witness system) gives one and the same assignment, for every partition of
 //! every kind; PoRep's shape, recorded by the first call from its prefix and one challenge,
 //! is the whole circuit's recording; with a, b, c deferred to the backend, the assignment is
-//! the same once evaluated. The proofs themselves are checked end to end in `prove_2k.rs`.
+//! the same once evaluated; SnapDeals' mirrored update circuit (its challenges as parts) is
+//! the update circuit. The proofs themselves are checked end to end in `prove_2k.rs`.
 //! See: #17.
 
-use cuzk_filecoin::{parse, FilecoinKind};
+use cuzk_filecoin::params::CircuitShape;
+use cuzk_filecoin::snap::{check_mirror, MirrorCheck};
+use cuzk_filecoin::testgen::FakeRequest;
+use cuzk_filecoin::{parse, FilecoinKind, ParseOptions, SectorSize};
 use cuzk_groth16::recorded::{layout, with_deferred, with_path, CachedPath};
 use cuzk_groth16::witness::Counts;
 
@@ -92,7 +96,58 @@ fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
     paths_agree(FilecoinKind::WinningPoSt);
 }
 
+/// A SnapDeals partition through the mirrored update circuit's challenges
+/// (`snap_parts.rs`): after the first call records the update circuit, the witness is
+/// computed challenge by challenge and is the plain one. See: #17.
 #[test]
-fn snap_deals_witness_gives_the_plain_assignment() {
+fn snap_deals_challenges_in_parallel_give_the_plain_assignment() {
     paths_agree(FilecoinKind::SnapDeals);
+    let sector = crate::common::sector_2k();
+    let proof = parse(
+        FilecoinKind::SnapDeals,
+        &sector.request(FilecoinKind::SnapDeals).expect("request"),
+    )
+    .expect("parse");
+    let l = layout(&proof.circuit_id()).expect("SnapDeals partitions split into challenges");
+    // 10 challenges below 16 MiB; the inputs (ONE, k_and_h_select, comm_r_old,
+    // comm_d_new, comm_r_new) all sit in the prefix.
+    assert_eq!(l.n_parts, 10, "{l:?}");
+    assert_eq!((l.prefix.inputs, l.stride.inputs), (5, 0), "{l:?}");
+    let shape = CircuitShape::of(FilecoinKind::SnapDeals, SectorSize::S2KiB);
+    assert_eq!(
+        l.total(),
+        Counts {
+            inputs: shape.inputs,
+            aux: shape.aux,
+            constraints: shape.constraints
+        }
+    );
+}
+
+/// The mirror of the update circuit, over all its challenges, records as the very
+/// constraint system of the circuit: counts, coefficients and every row. See: #17.
+#[test]
+fn snap_deals_mirror_records_as_the_update_circuit() {
+    let sector = crate::common::sector_2k();
+    let request = sector.request(FilecoinKind::SnapDeals).expect("request");
+    let diff = check_mirror(
+        &request,
+        ParseOptions::default(),
+        0,
+        MirrorCheck::Recordings,
+    )
+    .expect("both recordings");
+    assert_eq!(diff, None);
+}
+
+/// At 512 MiB (86 challenges, 128 apex leaves, 16 partitions) a fake request's mirrored
+/// prefix and last challenge add up to the update circuit's counts. See: #17.
+#[test]
+fn snap_deals_512mib_mirror_counts_as_the_update_circuit() {
+    let fake = FakeRequest::generate(FilecoinKind::SnapDeals, SectorSize::S512MiB, 7)
+        .expect("a fake 512 MiB request");
+    let opts = ParseOptions { fake_ok: true };
+    // The last partition: its bits and digest indices are not zero.
+    let diff = check_mirror(&fake.request, opts, 15, MirrorCheck::Counts).expect("counts");
+    assert_eq!(diff, None);
 }

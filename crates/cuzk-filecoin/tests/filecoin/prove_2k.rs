@@ -183,9 +183,19 @@ fn window_post_2k_verifies_with_filecoin_proofs() {
     assert!(rejected(kind, &w, &bytes), "wrong comm_r accepted");
 }
 
+/// The engine's synthesis finds the update circuit's shape recorded (one synthesis here
+/// first) and computes the witness challenge by challenge from the mirrored circuit
+/// (`snap_parts.rs`): the proof still verifies. See: #17.
 #[test]
 fn snap_deals_2k_verifies_with_filecoin_proofs() {
     let kind = FilecoinKind::SnapDeals;
+    let request = crate::common::sector_2k().request(kind).expect("request");
+    let proof = parse(kind, &request).expect("parse");
+    proof.synthesize(0).expect("synthesizes");
+    assert!(
+        cuzk_groth16::recorded::layout(&proof.circuit_id()).is_some(),
+        "the update circuit splits into its challenges"
+    );
     let (m, bytes) = prove_and_check(kind);
     for (name, f) in [
         (
