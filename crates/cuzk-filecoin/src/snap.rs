@@ -28,11 +28,14 @@ use parts::UpdateParts;
 
 type TreeRDomain = <TreeRHasher as filecoin_hashers::Hasher>::Domain;
 
-// The update circuit mirrored (`mirror`), given as a prefix and its challenges (`parts`).
+// The update circuit mirrored (`mirror`), given as a prefix and its challenges (`parts`)
+// whose prefix is walked once and replayed (`replay`).
 #[path = "snap_mirror.rs"]
 mod mirror;
 #[path = "snap_parts.rs"]
 mod parts;
+#[path = "snap_replay.rs"]
+mod replay;
 
 /// A SnapDeals update proof request for sectors of shape `Tree`, ready to prove.
 pub struct SnapDealsProof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
@@ -111,6 +114,7 @@ pub fn check_mirror(
                 let mirror = parts::UpdateMirror {
                     circuit: &circuit,
                     span: parts::Span::All,
+                    replay: None,
                 };
                 let ours = R1cs::record(mirror).map_err(|e| synthesis(&e))?;
                 let theirs = R1cs::record(proof.circuit(k)?).map_err(|e| synthesis(&e))?;

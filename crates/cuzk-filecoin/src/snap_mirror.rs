@@ -22,15 +22,15 @@ use storage_proofs_update::EmptySectorUpdateCircuit;
 
 /// What the challenges read from the prefix.
 pub(super) struct Prefix {
-    partition_bits: Vec<AllocatedBit>,
-    h_select_bits: Vec<AllocatedBit>,
-    phi: AllocatedNum<Fr>,
-    root_r_old: AllocatedNum<Fr>,
-    root_r_new: AllocatedNum<Fr>,
-    apex_leafs: Vec<AllocatedNum<Fr>>,
+    pub(super) partition_bits: Vec<AllocatedBit>,
+    pub(super) h_select_bits: Vec<AllocatedBit>,
+    pub(super) phi: AllocatedNum<Fr>,
+    pub(super) root_r_old: AllocatedNum<Fr>,
+    pub(super) root_r_new: AllocatedNum<Fr>,
+    pub(super) apex_leafs: Vec<AllocatedNum<Fr>>,
     /// Each challenge's generated bits (without the partition bits), little-endian.
     pub(super) generated_bits: Vec<Vec<AllocatedBit>>,
-    hs: [usize; 6],
+    pub(super) hs: [usize; 6],
 }
 
 /// `circuit.rs:341-580`: everything before the challenge loop. The circuit's asserts on

@@ -15,7 +15,9 @@
 //! mirror, and the checks of the mirror against the circuit; the gadgets are in
 //! `snap_mirror.rs`.
 
-use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use std::sync::{Arc, OnceLock};
+
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use cuzk_groth16::recorded::{CsrView, Matrix, R1cs};
 use cuzk_groth16::sublayout::{Parts, SubLayout};
@@ -26,6 +28,7 @@ use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::EmptySectorUpdateCircuit;
 
 use super::mirror::{synthesize_challenge, synthesize_prefix};
+use super::replay::{CaptureCs, PrefixWitness};
 
 /// Which of the update circuit's pieces a [`UpdateMirror`] synthesizes after the prefix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,17 +41,23 @@ pub(crate) enum Span {
     All,
 }
 
-/// The update circuit `circuit`, mirrored, over `span`.
+/// The update circuit `circuit`, mirrored, over `span`; with `replay`, the prefix is
+/// replayed from its values instead of walked (witness-only: `snap_replay.rs`).
 pub(crate) struct UpdateMirror<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> {
     pub(crate) circuit: &'a EmptySectorUpdateCircuit<Tree>,
     pub(crate) span: Span,
+    pub(crate) replay: Option<Arc<PrefixWitness>>,
 }
 
-/// A SnapDeals partition's circuit as its challenges: part `j` is the prefix and challenge
-/// `j` ([`Span::Challenge`]). Made only from a circuit whose shape the mirror can walk
-/// without a panic ([`UpdateParts::new`]).
+/// A SnapDeals partition's circuit as its challenges: part `j` is the prefix, replayed
+/// from the values of one walk of it, and challenge `j` ([`Span::Challenge`]). Made only
+/// from a circuit whose shape the mirror can walk without a panic ([`UpdateParts::new`]).
+/// Its parts are witness-only (their prefix constraints are placeholders): it gives no
+/// prefix to record from.
 pub(crate) struct UpdateParts<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> {
     circuit: &'a EmptySectorUpdateCircuit<Tree>,
+    /// The prefix's values, walked by the first part asked for.
+    prefix: OnceLock<Result<Arc<PrefixWitness>, String>>,
 }
 
 impl<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> UpdateParts<'a, Tree> {
@@ -59,7 +68,10 @@ impl<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> UpdateParts<'a, Tree> {
     /// parameters give (a challenge count, an apex-leaf count, a Merkle path's length).
     pub(crate) fn new(circuit: &'a EmptySectorUpdateCircuit<Tree>) -> Result<Self, String> {
         check_shape(circuit)?;
-        Ok(UpdateParts { circuit })
+        Ok(UpdateParts {
+            circuit,
+            prefix: OnceLock::new(),
+        })
     }
 }
 
@@ -77,15 +89,21 @@ impl<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> Parts for UpdateParts<'a, 
                 reason: format!("a partition of {} challenges", self.n_parts()),
             });
         }
+        let prefix = self
+            .prefix
+            .get_or_init(|| PrefixWitness::walk(self.circuit).map(Arc::new))
+            .clone()
+            .map_err(|reason| cuzk_groth16::SynthesisError::Part { part: j, reason })?;
         Ok(UpdateMirror {
             circuit: self.circuit,
             span: Span::Challenge(j),
+            replay: Some(prefix),
         })
     }
 }
 
 /// The layout of `circuit`'s parts from its prefix and its last part, walked witness-only
-/// ([`CountCs`]): what the whole circuit counts without walking all of it.
+/// ([`CaptureCs`]): what the whole circuit counts without walking all of it.
 ///
 /// # Errors
 /// The mirror's error, or the shape's ([`UpdateParts::new`]).
@@ -95,10 +113,14 @@ pub(crate) fn walk_layout<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
     let parts = UpdateParts::new(circuit)?;
     let n_parts = parts.n_parts();
     let count = |span: Span| -> Result<Counts, String> {
-        let mut cs = CountCs::default();
-        UpdateMirror { circuit, span }
-            .synthesize(&mut cs)
-            .map_err(|e| format!("the mirror over {span:?}: {e}"))?;
+        let mut cs = CaptureCs::default();
+        UpdateMirror {
+            circuit,
+            span,
+            replay: None,
+        }
+        .synthesize(&mut cs)
+        .map_err(|e| format!("the mirror over {span:?}: {e}"))?;
         Ok(cs.counts)
     };
     let prefix = count(Span::Prefix)?;
@@ -150,71 +172,6 @@ pub(crate) fn recording_difference(theirs: &R1cs, ours: &R1cs) -> Option<String>
     })
 }
 
-/// A witness-only walk that keeps only the counts: alloc closures run (gadgets read values
-/// through them), enforce closures do not.
-struct CountCs {
-    counts: Counts,
-}
-
-impl Default for CountCs {
-    fn default() -> Self {
-        CountCs {
-            counts: Counts {
-                inputs: 1, // ONE
-                aux: 0,
-                constraints: 0,
-            },
-        }
-    }
-}
-
-impl ConstraintSystem<Fr> for CountCs {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        f()?;
-        self.counts.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.counts.aux - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        f()?;
-        self.counts.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(
-            self.counts.inputs - 1,
-        )))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
-        self.counts.constraints += 1;
-    }
-
-    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 /// Checks what the mirror indexes or what the gadgets it calls assert on (a Merkle path
 /// of another length): the circuit's inputs have the shape of its public parameters.
 fn check_shape<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
@@ -263,7 +220,10 @@ fn check_shape<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
 impl<Tree: MerkleTreeTrait<Hasher = TreeRHasher>> Circuit<Fr> for UpdateMirror<'_, Tree> {
     fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         check_shape(self.circuit).map_err(|_| SynthesisError::Unsatisfiable)?;
-        let prefix = synthesize_prefix(cs, self.circuit)?;
+        let prefix = match (&self.replay, self.span) {
+            (Some(walked), Span::Challenge(j)) => walked.replay(cs, j)?,
+            _ => synthesize_prefix(cs, self.circuit)?,
+        };
         let challenges = match self.span {
             Span::Prefix => 0..0,
             Span::Challenge(j) if j < prefix.generated_bits.len() => j..j + 1,
@@ -295,9 +255,13 @@ mod tests {
         let circuit = blank();
         let parts = UpdateParts::new(&circuit).expect("the blank circuit's shape");
         assert_eq!(parts.n_parts(), 10);
-        assert!(parts.part(9).is_ok());
         let err = parts.part(10).err().expect("no part 10");
         assert!(err.to_string().contains("10 challenges"), "{err}");
+        // No values: the prefix's walk fails, once, and every part says so.
+        for j in [0, 9] {
+            let err = parts.part(j).err().expect("a blank prefix");
+            assert!(err.to_string().contains("the prefix"), "{err}");
+        }
 
         let mut short = blank();
         short.priv_inputs.challenge_proofs[3].path_d_new.pop();
