@@ -2,8 +2,8 @@
 //!
 //! A SnapDeals prefix is large: `apex_por` alone is 127 SHA-256 hashes at 32 GiB (about
 //! 6M of the 81M constraints), seven times one challenge. Parts that each walked it again
-//! would do 86 × 8 challenges' work for 94 (2 KiB, 2 threads: 8.0 s against 3.9 s for the
-//! whole witness, `cuzk bench synth --kind snap`). So the prefix is walked once
+//! would do 86 × 8 challenges' work for 94 (at 2 KiB on the 2-core VM they took twice the
+//! whole witness's time, `cuzk bench synth --kind snap`). So the prefix is walked once
 //! ([`PrefixWitness::walk`], its values kept), and each part replays it
 //! ([`PrefixWitness::replay`]): the same aux and input values in order and the same
 //! number of constraints, with real handles (`AllocatedNum`, `AllocatedBit`) at the
