@@ -36,6 +36,18 @@ pub trait Parts: Sync {
     /// [`SynthesisError::Part`] when the part cannot be built.
     fn part(&self, j: usize) -> Result<Self::Part, SynthesisError>;
 
+    /// Part `j` for a witness-only run ([`witness_parts`]): a circuit that allocates
+    /// exactly what [`Self::part`] allocates, in the same order with the same values, and
+    /// counts as many constraints, but need not build its constraints (its `enforce`
+    /// closures are never called). Shapes are always recorded from [`Self::part`]. The
+    /// default is [`Self::part`].
+    ///
+    /// # Errors
+    /// [`SynthesisError::Part`] when the part cannot be built.
+    fn witness_part(&self, j: usize) -> Result<Self::Part, SynthesisError> {
+        self.part(j)
+    }
+
     /// The shared prefix alone, as a circuit, when the caller can build one: it lets a
     /// shape be recorded from the prefix and one part instead of the whole circuit
     /// (`recorded_parts.rs`). `None` (the default): record the whole circuit.
@@ -202,7 +214,7 @@ pub fn witness_parts<P: Parts>(
     tasks.into_par_iter().with_max_len(1).try_for_each(
         |(j, mut cs)| -> Result<(), SynthesisError> {
             parts
-                .part(j)?
+                .witness_part(j)?
                 .synthesize(&mut cs)
                 .map_err(|source| SynthesisError::Circuit {
                     n_constraints: cs.constraints,
