@@ -466,6 +466,7 @@ impl<Tree: 'static + MerkleTreeTrait> Parts for ChallengeParts<'_, Tree> {
             comm_d: tau.map(|t| t.comm_d),
             comm_r: tau.map(|t| t.comm_r),
             proof: one.clone(),
+            check_values: !self.proof.fake,
         })))
     }
 

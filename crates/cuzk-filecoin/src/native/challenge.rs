@@ -9,6 +9,11 @@
 //! with the same values, and counts its constraints: a witness-only system cannot tell
 //! them apart (`native/tests.rs`), and nothing else may run it.
 //!
+//! On a request whose vanilla proofs were verified (`check_values`), the mirror's SHA-256
+//! results are also checked where the proof states them: the tree-D root is comm_d and
+//! each layer's label is the challenged column's row. A mirror that computed a wrong value
+//! then fails the partition instead of giving a witness that cannot prove. Fakes skip it.
+//!
 //! Two fields of the vanilla proof have no public accessor (a column proof's inclusion
 //! proof, a labeling proof's node); they are read through the proof's own serde form.
 
@@ -42,6 +47,8 @@ pub(crate) struct NativeChallenge<Tree: 'static + MerkleTreeTrait> {
     pub(crate) comm_d: Option<DefaultPieceDomain>,
     pub(crate) comm_r: Option<<Tree::Hasher as Hasher>::Domain>,
     pub(crate) proof: filecoin_proofs::VanillaSealProof<Tree>,
+    /// The vanilla proof was verified: check the SHA-256 results against it.
+    pub(crate) check_values: bool,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeChallenge<Tree> {
@@ -51,6 +58,7 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeChallenge<Tree> {
             comm_d,
             comm_r,
             proof,
+            check_values,
         } = self;
         // The prefix, as `StackedCircuit::synthesize` allocates it.
         let replica_id = AllocatedNum::alloc(&mut *cs, || Ok(replica_id.into()))?;
@@ -74,7 +82,7 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeChallenge<Tree> {
             comm_c,
             comm_r_last,
         };
-        challenge::<Tree, CS>(cs, &proof, &roots, &replica_id_bits)
+        challenge::<Tree, CS>(cs, &proof, &roots, &replica_id_bits, check_values)
     }
 }
 
@@ -91,15 +99,19 @@ fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     proof: &filecoin_proofs::VanillaSealProof<Tree>,
     roots: &Roots,
     replica_id: &[Bit],
+    check_values: bool,
 ) -> Result<(), SynthesisError> {
     let data_leaf: Fr = proof.comm_d_proofs.leaf().into();
     let data_leaf = AllocatedNum::alloc(&mut *cs, || Ok(data_leaf))?;
-    tree_d_inclusion(
+    let root = tree_d_inclusion(
         cs,
         proof.comm_d_proofs.as_options(),
         &roots.comm_d,
         &data_leaf,
     )?;
+    if check_values && root.get_value() != roots.comm_d.get_value() {
+        return Err(wrong("the tree-D root it computes is not comm_d".into()));
+    }
 
     let columns = &proof.replica_column_proofs;
     let num_layers = proof.labeling_proofs.len();
@@ -186,7 +198,16 @@ fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
         &encoded,
     )?;
     let column_hash = hash_column(&mut *cs, &labels)?;
-    let (_, c_x_path) = open_column::<Tree>(&columns.c_x)?;
+    let (c_x_rows, c_x_path) = open_column::<Tree>(&columns.c_x)?;
+    if check_values {
+        let computed = labels.iter().map(AllocatedNum::get_value);
+        if let Some(l) = computed.zip(&c_x_rows).position(|(x, &row)| x != Some(row)) {
+            return Err(wrong(format!(
+                "its label of layer {} is not the challenged column's row",
+                l + 1
+            )));
+        }
+    }
     inclusion::<Tree, CS>(cs, c_x_path, &roots.comm_c, &column_hash)
 }
 
@@ -241,13 +262,13 @@ fn label<CS: ConstraintSystem<Fr>>(
 
 /// Tree D's `PoRCircuit` (binary SHA-256 tree, private root): per level an index bit, the
 /// sibling, `insert` and the node hash; then the index bits packed into an input and the
-/// computed root constrained to comm_d.
+/// computed root constrained to comm_d. Returns the computed root.
 fn tree_d_inclusion<CS: ConstraintSystem<Fr>>(
     cs: &mut CS,
     path: Path,
     root: &AllocatedNum<Fr>,
     leaf: &AllocatedNum<Fr>,
-) -> Result<(), SynthesisError> {
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
     let mut cur = leaf.clone();
     let mut index_bits = Vec::with_capacity(path.len());
     for (siblings, index) in path {
@@ -268,7 +289,7 @@ fn tree_d_inclusion<CS: ConstraintSystem<Fr>>(
     }
     multipack::pack_into_inputs(&mut *cs, &index_bits)?;
     constraint::equal(cs, || "tree d root", &cur, root);
-    Ok(())
+    Ok(cur)
 }
 
 /// `Sha256Function::hash_multi_leaf_circuit`: each node's bits in storage-proofs' bit
@@ -359,6 +380,13 @@ fn labeling_node<Tree: 'static + MerkleTreeTrait>(
     v["node"]
         .as_u64()
         .ok_or_else(|| malformed("a labeling proof without its node".into()))
+}
+
+/// A value of the mirror that a verified vanilla proof contradicts: a bug of the mirror.
+fn wrong(what: String) -> SynthesisError {
+    SynthesisError::IoError(std::io::Error::other(format!(
+        "native porep witness is wrong, not proving with it: {what}"
+    )))
 }
 
 /// A vanilla proof of another shape than the circuit's: the real circuit would panic on

@@ -126,3 +126,41 @@ pub fn compare_native_witness(
         VanillaSealProof::StackedDrg64GiBV1(p) => of(meta, p, k, j),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::NativeChallenge;
+    use crate::testgen::FakeRequest;
+    use crate::{FilecoinKind, ParseOptions, SectorSize};
+
+    /// On a verified request the native witness checks its SHA-256 results (tree-D root,
+    /// labels) against the vanilla proof. A fake's random data contradicts them as a wrong
+    /// digest of the mirror would: the checked run refuses by name, the unchecked one
+    /// (fakes, whose proofs are never verified) goes on. See: #17.
+    #[test]
+    fn a_checked_native_witness_refuses_values_the_proof_contradicts() {
+        let fake = FakeRequest::generate(FilecoinKind::PoRep, SectorSize::S2KiB, 5).expect("fake");
+        let opts = ParseOptions { fake_ok: true };
+        let (meta, vanilla, _) =
+            read_c1(&fake.request, &crate::default_param_dir(), opts).expect("its C1 output");
+        let VanillaSealProof::StackedDrg2KiBV1(proofs) = vanilla else {
+            panic!("a 2 KiB request gives 2 KiB proofs");
+        };
+        let proof = PoRepC2::new(meta, proofs).expect("parses");
+        let tau = proof.pub_inputs.tau.as_ref();
+        let native = |check_values| NativeChallenge {
+            replica_id: proof.pub_inputs.replica_id,
+            comm_d: tau.map(|t| t.comm_d),
+            comm_r: tau.map(|t| t.comm_r),
+            proof: proof.vanilla_proofs[0][0].clone(),
+            check_values,
+        };
+        assert!(Collected::of(native(false)).is_ok());
+        let err = Collected::of(native(true)).expect_err("random data contradicts the mirror");
+        assert!(
+            err.to_string().contains("native porep witness is wrong"),
+            "{err}"
+        );
+    }
+}
