@@ -378,6 +378,44 @@ mod tests {
         }
     }
 
+    /// Shapes come from `part`, witnesses from `witness_part`.
+    struct Witnessed {
+        shape: Toy,
+        witness: Toy,
+    }
+
+    impl Parts for Witnessed {
+        type Part = Toy;
+
+        fn n_parts(&self) -> usize {
+            self.shape.n_parts()
+        }
+
+        fn part(&self, j: usize) -> Result<Toy, SynthesisError> {
+            self.shape.part(j)
+        }
+
+        fn witness_part(&self, j: usize) -> Result<Toy, SynthesisError> {
+            self.witness.part(j)
+        }
+    }
+
+    /// The parts' witness is computed from `witness_part` (a witness-only mirror of a
+    /// part, PoRep's native challenges): parts whose witness parts are another instance
+    /// give that instance's assignment over the recorded shape. See: #17.
+    #[test]
+    fn the_witness_is_computed_from_witness_part() {
+        let r = R1cs::record(toy(1, 3)).expect("records");
+        let one = witness_of_part(&toy(1, 3), 0).expect("part 0").counts();
+        let layout = SubLayout::derive(r.counts(), one, 3).expect("splits");
+        let parts = Witnessed {
+            shape: toy(1, 3),
+            witness: toy(9, 3),
+        };
+        let got = r.assign_parts(&layout, &parts).expect("assigns");
+        assert_eq!(got, crate::synthesize(toy(9, 3)).expect("plain"));
+    }
+
     /// A part of another shape, or another number of parts, is refused by name.
     #[test]
     fn a_part_of_another_shape_is_refused() {
