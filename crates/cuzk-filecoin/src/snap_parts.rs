@@ -49,11 +49,11 @@ pub(crate) struct UpdateMirror<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> 
     pub(crate) replay: Option<Arc<PrefixWitness>>,
 }
 
-/// A SnapDeals partition's circuit as its challenges: part `j` is the prefix, replayed
-/// from the values of one walk of it, and challenge `j` ([`Span::Challenge`]). Made only
-/// from a circuit whose shape the mirror can walk without a panic ([`UpdateParts::new`]).
-/// Its parts are witness-only (their prefix constraints are placeholders): it gives no
-/// prefix to record from.
+/// A SnapDeals partition's circuit as its challenges: part `j` is the prefix and challenge
+/// `j` ([`Span::Challenge`]); for the witness, the prefix is replayed from the values of
+/// one walk of it (`Parts::witness_part`). Made only from a circuit whose shape the mirror
+/// can walk without a panic ([`UpdateParts::new`]). It gives no prefix to record from:
+/// its challenges read different prefix bits, so one part's rows are not the others'.
 pub(crate) struct UpdateParts<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> {
     circuit: &'a EmptySectorUpdateCircuit<Tree>,
     /// The prefix's values, walked by the first part asked for.
@@ -82,13 +82,20 @@ impl<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> Parts for UpdateParts<'a, 
         self.circuit.priv_inputs.challenge_proofs.len()
     }
 
+    /// The prefix walked, then challenge `j`: valid in any constraint system.
     fn part(&self, j: usize) -> Result<Self::Part, cuzk_groth16::SynthesisError> {
-        if j >= self.n_parts() {
-            return Err(cuzk_groth16::SynthesisError::Part {
-                part: j,
-                reason: format!("a partition of {} challenges", self.n_parts()),
-            });
-        }
+        self.check_index(j)?;
+        Ok(UpdateMirror {
+            circuit: self.circuit,
+            span: Span::Challenge(j),
+            replay: None,
+        })
+    }
+
+    /// The prefix replayed from the partition's one walk of it, then challenge `j`:
+    /// witness-only (`snap_replay.rs`).
+    fn witness_part(&self, j: usize) -> Result<Self::Part, cuzk_groth16::SynthesisError> {
+        self.check_index(j)?;
         let prefix = self
             .prefix
             .get_or_init(|| PrefixWitness::walk(self.circuit).map(Arc::new))
@@ -99,6 +106,18 @@ impl<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> Parts for UpdateParts<'a, 
             span: Span::Challenge(j),
             replay: Some(prefix),
         })
+    }
+}
+
+impl<Tree: MerkleTreeTrait<Hasher = TreeRHasher>> UpdateParts<'_, Tree> {
+    fn check_index(&self, j: usize) -> Result<(), cuzk_groth16::SynthesisError> {
+        match j < self.n_parts() {
+            true => Ok(()),
+            false => Err(cuzk_groth16::SynthesisError::Part {
+                part: j,
+                reason: format!("a partition of {} challenges", self.n_parts()),
+            }),
+        }
     }
 }
 
@@ -255,11 +274,13 @@ mod tests {
         let circuit = blank();
         let parts = UpdateParts::new(&circuit).expect("the blank circuit's shape");
         assert_eq!(parts.n_parts(), 10);
-        let err = parts.part(10).err().expect("no part 10");
-        assert!(err.to_string().contains("10 challenges"), "{err}");
-        // No values: the prefix's walk fails, once, and every part says so.
+        for err in [parts.part(10).err(), parts.witness_part(10).err()] {
+            let err = err.expect("no part 10");
+            assert!(err.to_string().contains("10 challenges"), "{err}");
+        }
+        // No values: the prefix's walk for the witness fails, once, and every part says so.
         for j in [0, 9] {
-            let err = parts.part(j).err().expect("a blank prefix");
+            let err = parts.witness_part(j).err().expect("a blank prefix");
             assert!(err.to_string().contains("the prefix"), "{err}");
         }
 

@@ -8,8 +8,8 @@
 //! ([`PrefixWitness::replay`]): the same aux and input values in order and the same
 //! number of constraints, with real handles (`AllocatedNum`, `AllocatedBit`) at the
 //! indices the challenges read. The replayed constraints are placeholders: a replay is
-//! valid witness-only (the constraint system only counts constraints), which is the only
-//! way parts run (`UpdateParts` gives no prefix to record from). Owns [`PrefixWitness`]
+//! valid witness-only (the constraint system only counts constraints), which is what
+//! `Parts::witness_part` promises; `Parts::part` walks the prefix. Owns [`PrefixWitness`]
 //! and [`CaptureCs`]; the prefix itself is `snap_mirror.rs`'s.
 
 use bellperson::gadgets::boolean::AllocatedBit;
