@@ -18,7 +18,7 @@ pub use sector::{
 pub use verify::verify_with_filecoin_proofs;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bellperson::Circuit;
 use cuzk_groth16::paramgen::{self, FixedBaseMul, Generated, ToxicWaste};
@@ -139,7 +139,7 @@ pub struct Made {
     pub from_parts: bool,
     /// Rows of the circuit (constraints and one per input).
     pub n_rows: usize,
-    /// Wall time of each stage ([`Generated::stages`], then "save").
+    /// Wall time of each stage ([`Generated::stages`], "save" last).
     pub stages: Vec<(&'static str, Duration)>,
     /// The fixed-base implementation's breakdown ([`Generated::fixed_base_stages`]).
     pub fixed_base_stages: Vec<(&'static str, Vec<(&'static str, Duration)>)>,
@@ -238,9 +238,10 @@ impl Target<'_> {
 
     /// Generates parameters for `blank` and writes both files.
     fn generate<C: Circuit<Scalar>>(&self, blank: C) -> Result<Made, TestgenError> {
-        let g =
-            paramgen::generate_with(blank, &self.toxic(), self.fbm).map_err(|e| self.fail(e))?;
-        self.write(g, false)
+        let tmp = self.tmp();
+        let g = paramgen::generate_in_domain(blank, &self.toxic(), self.fbm, None, Some(&tmp))
+            .map_err(|e| self.fail(e))?;
+        self.finish(&tmp, g, false)
     }
 
     /// As [`Target::generate`], from the circuit's prefix and one part when `parts` gives
@@ -254,8 +255,9 @@ impl Target<'_> {
         if self.opts.whole {
             return self.generate(blank);
         }
-        match paramgen::generate_parts(parts, &self.toxic(), self.fbm) {
-            Ok(Some(g)) => self.write(g, true),
+        let tmp = self.tmp();
+        match paramgen::generate_parts(parts, &self.toxic(), self.fbm, Some(&tmp)) {
+            Ok(Some(g)) => self.finish(&tmp, g, true),
             Ok(None) => self.generate(blank),
             Err(e) => {
                 tracing::warn!(
@@ -267,25 +269,25 @@ impl Target<'_> {
         }
     }
 
-    /// Writes both files (params via a temporary name, so that a crash never leaves a
-    /// truncated file under the standard name); the toxic waste is dropped with `g`.
-    fn write(&self, g: Generated, from_parts: bool) -> Result<Made, TestgenError> {
-        // A per-process temporary name: two test processes may generate the same file.
-        let tmp = self
-            .params
-            .with_extension(format!("params.partial-{}", std::process::id()));
-        let t = Instant::now();
-        paramgen::save(&g.srs, &tmp).map_err(|e| self.fail(e))?;
+    /// The parameters' temporary name, so that a crash never leaves a truncated file
+    /// under the standard name; per process: two test processes may generate the same
+    /// file.
+    fn tmp(&self) -> PathBuf {
+        self.params
+            .with_extension(format!("params.partial-{}", std::process::id()))
+    }
+
+    /// Writes the verifying key and moves the parameters written at `tmp` to their name;
+    /// the toxic waste is dropped with `g`.
+    fn finish(&self, tmp: &Path, g: Generated, from_parts: bool) -> Result<Made, TestgenError> {
         let mut vk_bytes = Vec::new();
         g.srs.vk.write(&mut vk_bytes).map_err(|e| self.fail(e))?;
         std::fs::write(self.vk, vk_bytes).map_err(|e| TestgenError::io(self.vk, e))?;
-        std::fs::rename(&tmp, self.params).map_err(|e| TestgenError::io(self.params, e))?;
-        let mut stages = g.stages;
-        stages.push(("save", t.elapsed()));
+        std::fs::rename(tmp, self.params).map_err(|e| TestgenError::io(self.params, e))?;
         Ok(Made {
             from_parts,
             n_rows: g.n_rows,
-            stages,
+            stages: g.stages,
             fixed_base_stages: g.fixed_base_stages,
         })
     }

@@ -20,21 +20,22 @@ mod assembly;
 mod fixed_base;
 mod lagrange;
 mod parts;
+mod queries;
 mod save;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bellperson::{Circuit, ConstraintSystem};
 use blstrs::{G1Affine, G1Projective, G2Projective};
 use ff::{Field, PrimeField};
-use group::{Curve, Group};
+use group::Group;
 use rand_core::RngCore;
-use rayon::prelude::*;
 
 use crate::sublayout::Parts;
 use crate::{Scalar, Srs, SrsError, VerifyingKey};
 use assembly::{Evaluated, KeypairAssembly, Streaming};
+use queries::{finish, Clock, Inverses};
 
 pub use fixed_base::{CpuFixedBase, FixedBaseError, FixedBaseMul};
 pub use lagrange::{lagrange_at, omega};
@@ -86,7 +87,8 @@ pub struct Generated {
     pub n_rows: usize,
     /// Wall time of each stage, in order: "synthesis" (recording the structure),
     /// "lagrange", "qap" (u, v, w at τ and the query scalars), then one per fixed-base
-    /// product: "fb_h", "fb_a", "fb_b_g1", "fb_b_g2", "fb_ic_l". With a known domain
+    /// product: "fb_h", "fb_a", "fb_b_g1", "fb_b_g2", "fb_l" (the few ic points go with
+    /// the first), and "save" when writing to a file. With a known domain
     /// ([`generate_in_domain`]) "lagrange" comes first, and "synthesis" includes the QAP
     /// evaluation and the h query that ran beside it (no "fb_h" then).
     pub stages: Vec<(&'static str, Duration)>,
@@ -189,9 +191,7 @@ where
     C: Circuit<Scalar>,
     R: RngCore,
 {
-    let mut g = generate(circuit, rng, fbm)?;
-    save(&g.srs, path)?;
-    g.srs.path = path.to_path_buf();
+    let g = generate_in_domain(circuit, &ToxicWaste::random(rng), fbm, None, Some(path))?;
     Ok((g.srs.vk, g.toxic))
 }
 
@@ -207,22 +207,26 @@ pub fn generate_with<C>(
 where
     C: Circuit<Scalar>,
 {
-    generate_in_domain(circuit, toxic, fbm, None)
+    generate_in_domain(circuit, toxic, fbm, None, None)
 }
 
 /// As [`generate_with`], for a circuit whose domain is known to be 2^`lg_hint` rows
 /// when given (the synthetic circuits' is): then the Lagrange coefficients come first,
 /// and the QAP evaluation and the h query (which depends on the domain alone) run beside
-/// the single-threaded synthesis instead of after it.
+/// the single-threaded synthesis instead of after it. With `out`, the parameters are also
+/// written there (bellperson format), each query while the next is computed, and the
+/// last stage, "save", is the wait for the rest of the file and its sync.
 ///
 /// # Errors
 /// See [`ParamgenError`]; [`ParamgenError::DomainMismatch`] when the circuit does not
-/// fill a domain of 2^`lg_hint` rows.
+/// fill a domain of 2^`lg_hint` rows; [`ParamgenError::Write`] when `out` cannot be
+/// written (no file is left then).
 pub fn generate_in_domain<C>(
     circuit: C,
     toxic: &ToxicWaste,
     fbm: &dyn FixedBaseMul,
     lg_hint: Option<u32>,
+    out: Option<&Path>,
 ) -> Result<Generated, ParamgenError>
 where
     C: Circuit<Scalar>,
@@ -237,7 +241,7 @@ where
             record_while_evaluating(circuit, toxic.tau, lg, h, &mut clock)?
         }
     };
-    finish(recorded, toxic, &inv, fbm, clock)
+    finish(recorded, toxic, &inv, fbm, clock, out)
 }
 
 /// As [`generate_with`], for a circuit given as parts ([`Parts`]: a prefix, then
@@ -245,7 +249,7 @@ where
 /// and the QAP evaluated part by part on all cores (`parts.rs`), instead of synthesizing
 /// the whole circuit on one thread. The parameters are the whole circuit's, byte for
 /// byte. `Ok(None)` when `parts` has fewer than 2 parts or cannot give its prefix alone:
-/// generate from the whole circuit then.
+/// generate from the whole circuit then. `out` as for [`generate_in_domain`].
 ///
 /// # Errors
 /// See [`ParamgenError`]; [`ParamgenError::Part`] and [`ParamgenError::PartsMismatch`]
@@ -254,6 +258,7 @@ pub fn generate_parts<P: Parts>(
     parts: &P,
     toxic: &ToxicWaste,
     fbm: &dyn FixedBaseMul,
+    out: Option<&Path>,
 ) -> Result<Option<Generated>, ParamgenError> {
     let inv = Inverses::of(toxic)?;
     let mut clock = Clock::start();
@@ -261,7 +266,7 @@ pub fn generate_parts<P: Parts>(
         return Ok(None);
     };
     tracing::warn!("drawing parameters from local toxic waste: for tests only");
-    finish(recorded, toxic, &inv, fbm, clock).map(Some)
+    finish(recorded, toxic, &inv, fbm, clock, out).map(Some)
 }
 
 /// A circuit's QAP at τ, the part of its parameters that depends on its structure:
@@ -318,183 +323,6 @@ impl From<Recorded> for Qap {
             w,
         }
     }
-}
-
-/// γ⁻¹ and δ⁻¹.
-struct Inverses {
-    gamma: Scalar,
-    delta: Scalar,
-}
-
-impl Inverses {
-    fn of(toxic: &ToxicWaste) -> Result<Inverses, ParamgenError> {
-        Ok(Inverses {
-            gamma: Option::<Scalar>::from(toxic.gamma.invert())
-                .ok_or(ParamgenError::DegenerateTrapdoor("gamma is zero"))?,
-            delta: Option::<Scalar>::from(toxic.delta.invert())
-                .ok_or(ParamgenError::DegenerateTrapdoor("delta is zero"))?,
-        })
-    }
-}
-
-/// Wall time per stage, in order.
-struct Clock {
-    stages: Vec<(&'static str, Duration)>,
-    since: Instant,
-}
-
-impl Clock {
-    fn start() -> Clock {
-        Clock {
-            stages: Vec::new(),
-            since: Instant::now(),
-        }
-    }
-
-    /// Ends stage `name` now.
-    fn lap(&mut self, name: &'static str) {
-        self.stages.push((name, self.since.elapsed()));
-        self.since = Instant::now();
-    }
-}
-
-/// From the recorded QAP: the query scalars, every fixed-base product (one stage each)
-/// and the verifying key.
-fn finish(
-    recorded: Recorded,
-    toxic: &ToxicWaste,
-    inv: &Inverses,
-    fbm: &dyn FixedBaseMul,
-    mut clock: Clock,
-) -> Result<Generated, ParamgenError> {
-    let ToxicWaste {
-        g1,
-        g2,
-        alpha,
-        beta,
-        gamma,
-        delta,
-        tau,
-    } = *toxic;
-    let Recorded {
-        n_inputs,
-        n_aux,
-        n_rows,
-        lg,
-        uvw: [u, v, w],
-        h,
-    } = recorded;
-    let n = 1usize << lg;
-    // The h query made beside synthesis reports its device stages with it.
-    let mut fixed_base_stages = vec![("synthesis", fbm.take_stages())];
-    // The query scalars, on all cores. bellperson filters the identity points out of a,
-    // b_g1 and b_g2, so only the nonzero u_k and v_k make points.
-    let nonzero = |x: &Evaluated| -> Vec<Scalar> {
-        let mut out: Vec<Scalar> = x
-            .inputs
-            .par_iter()
-            .copied()
-            .filter(|s| !bool::from(s.is_zero()))
-            .collect();
-        out.par_extend(
-            x.aux
-                .par_iter()
-                .copied()
-                .filter(|s| !bool::from(s.is_zero())),
-        );
-        out
-    };
-    let a_scalars = nonzero(&u);
-    let b_scalars = nonzero(&v);
-    let ext = |u: &[Scalar], v: &[Scalar], w: &[Scalar], inv: Scalar| -> Vec<Scalar> {
-        u.par_iter()
-            .zip(v)
-            .zip(w)
-            .map(|((u, v), w)| (beta * u + alpha * v + w) * inv)
-            .collect()
-    };
-    let ic_scalars = ext(&u.inputs, &v.inputs, &w.inputs, inv.gamma);
-    let l_scalars = ext(&u.aux, &v.aux, &w.aux, inv.delta);
-    drop((u, v, w));
-    if ic_scalars.par_iter().any(|e| bool::from(e.is_zero())) {
-        // An input always has u ≠ 0 through its input·0 = 0 row, so this takes toxic
-        // waste that cancels it exactly.
-        return Err(ParamgenError::DegenerateTrapdoor(
-            "an input's query scalar is zero",
-        ));
-    }
-    if let Some(index) = l_scalars
-        .par_iter()
-        .position_first(|e| bool::from(e.is_zero()))
-    {
-        return Err(ParamgenError::UnconstrainedVariable { index });
-    }
-    clock.lap("qap");
-
-    // One fixed-base run per query, each into its own vector (no splitting copies), each
-    // its own stage with the implementation's breakdown.
-    let mut product = |name: &'static str, clock: &mut Clock| {
-        clock.lap(name);
-        fixed_base_stages.push((name, fbm.take_stages()));
-    };
-    let h = match h {
-        Some(h) => h,
-        None => {
-            let h = fbm.mul_g1(g1, &h_scalars(tau, inv.delta, lg))?;
-            product("fb_h", &mut clock);
-            h
-        }
-    };
-    debug_assert_eq!(h.len(), n - 1);
-    let a = fbm.mul_g1(g1, &a_scalars)?;
-    drop(a_scalars);
-    product("fb_a", &mut clock);
-    let b_g1 = fbm.mul_g1(g1, &b_scalars)?;
-    product("fb_b_g1", &mut clock);
-    let b_g2 = fbm.mul_g2(g2, &b_scalars)?;
-    drop(b_scalars);
-    product("fb_b_g2", &mut clock);
-    let ic = fbm.mul_g1(g1, &ic_scalars)?;
-    let l = fbm.mul_g1(g1, &l_scalars)?;
-    drop(l_scalars);
-    product("fb_ic_l", &mut clock);
-    debug_assert_eq!(l.len(), n_aux);
-
-    let (g1, g2) = (g1.to_affine(), g2.to_affine());
-    let vk = VerifyingKey {
-        alpha_g1: (g1 * alpha).to_affine(),
-        beta_g1: (g1 * beta).to_affine(),
-        beta_g2: (g2 * beta).to_affine(),
-        gamma_g2: (g2 * gamma).to_affine(),
-        delta_g1: (g1 * delta).to_affine(),
-        delta_g2: (g2 * delta).to_affine(),
-        ic,
-    };
-    tracing::info!(
-        n_rows,
-        n_inputs,
-        n_aux,
-        lg_domain = lg,
-        n_a = a.len(),
-        n_b = b_g2.len(),
-        "parameters generated"
-    );
-    let srs = Srs {
-        path: Default::default(),
-        vk,
-        h,
-        l,
-        a,
-        b_g1,
-        b_g2,
-    };
-    Ok(Generated {
-        srs,
-        toxic: *toxic,
-        n_rows,
-        stages: clock.stages,
-        fixed_base_stages,
-    })
 }
 
 /// A recorded circuit's counts and its u, v, w at τ (and the h query when it was made
@@ -676,7 +504,7 @@ mod tests {
         let toxic = ToxicWaste::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(3));
         let fb = CpuFixedBase::default();
         let plain = generate_with(c, &toxic, &fb).expect("plain");
-        let streamed = generate_in_domain(c, &toxic, &fb, Some(12)).expect("streamed");
+        let streamed = generate_in_domain(c, &toxic, &fb, Some(12), None).expect("streamed");
         assert_eq!(streamed.n_rows, plain.n_rows);
         assert!(
             bytes(&streamed.srs) == bytes(&plain.srs),
@@ -692,11 +520,11 @@ mod tests {
                 "fb_a",
                 "fb_b_g1",
                 "fb_b_g2",
-                "fb_ic_l"
+                "fb_l"
             ]
         );
         for lg in [11, 13] {
-            match generate_in_domain(c, &toxic, &fb, Some(lg)) {
+            match generate_in_domain(c, &toxic, &fb, Some(lg), None) {
                 Err(ParamgenError::DomainMismatch { lg: got, .. }) => assert_eq!(got, lg),
                 other => panic!("2^{lg}: expected a domain mismatch, got {other:?}"),
             }

@@ -311,7 +311,7 @@ mod tests {
         let toxic = ToxicWaste::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(8));
         let fb = CpuFixedBase::default();
         let whole = generate_with(c, &toxic, &fb).expect("whole");
-        let from_parts = generate_parts(&c, &toxic, &fb)
+        let from_parts = generate_parts(&c, &toxic, &fb, None)
             .expect("parts")
             .expect("a circuit of parts");
         let bytes = |g: &super::super::Generated| {
@@ -331,7 +331,7 @@ mod tests {
                 "fb_a",
                 "fb_b_g1",
                 "fb_b_g2",
-                "fb_ic_l"
+                "fb_l"
             ]
         );
     }
