@@ -35,6 +35,15 @@
 #   batch32   NEW only, after params32 on the same machine: BATCH32_COUNT (2) whole 32 GiB
 #             PoRep proofs from the fake request through the in-process engine (s/proof, GPU
 #             busy, peak RSS, matrices in VRAM); fakes cannot verify
+#   sector512 NEW only: a 512 MiB test sector sealed on the dev machine and carried in
+#             $SECTOR512 (default .carry/s512: its manifest and payloads, without work/);
+#             test parameters of the four kinds at 512 MiB made on the GPU, then each kind
+#             proved twice through the in-process engine (witness-only synthesis, a, b, c
+#             on the GPU) and every proof checked by filecoin-proofs (`bench batch --sector`)
+#   load2k    NEW only: 2 KiB PoRep test parameters and a sector sealed here, then 32 whole
+#             proofs from 16 clients with the default config (GPU busy fraction)
+#   wpost32   NEW only: a fake 32 GiB WindowPoSt partition (2,349 sectors), its test
+#             parameters, and one proof's latency from request to proof (cannot verify)
 #   table     the "Current" rows from what the parts above left in $OUT
 # Every part ends with `table`. JSON lines land in $OUT (default /tmp/cuzk-out), one file
 # per part and binary; the NVRTC cache in .carry/cache (carry it: compiling takes minutes).
@@ -89,9 +98,9 @@ backend() {
   local dir=$1 to=$2; shift 2
   local sizes=$1; shift
   if [ -x "$dir/gpu_bench" ]; then
-    timeout "$to" "$dir/gpu_bench" backend --seed 7 "$@" ${sizes//,/ }
+    timeout -k 10 "$to" "$dir/gpu_bench" backend --seed 7 "$@" ${sizes//,/ }
   else
-    timeout "$to" "$dir/cuzk" bench gpu prove --seed 7 --log-n "$sizes" "$@"
+    timeout -k 10 "$to" "$dir/cuzk" bench gpu prove --seed 7 --log-n "$sizes" "$@"
   fi
 }
 
@@ -106,7 +115,7 @@ have_supraseal() {
 FAKE32=/tmp/fake-porep-32g.json
 fake_request_32g() {
   t "fake 32 GiB PoRep request (its proofs cannot verify)"
-  [ -f "$FAKE32" ] || timeout 120 "$1" gen request --kind porep --sector-size 32GiB --fake \
+  [ -f "$FAKE32" ] || timeout -k 10 120 "$1" gen request --kind porep --sector-size 32GiB --fake \
     --seed 1 --out "$FAKE32" 2>&1 | tail -2 | cut -c1-600
 }
 
@@ -115,13 +124,13 @@ part_checks() {
   for dir in $(binaries); do
     local w; w=$(label "$dir")
     t "$w ($(commit "$dir")): gpu tests"
-    timeout 150 "$dir/gpu_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
+    timeout -k 10 150 "$dir/gpu_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
     t "$w: ntt checks to 2^16 against the CPU"
-    timeout 120 "$dir/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
+    timeout -k 10 120 "$dir/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
       grep -E '"ok":false|^\{"checks|rror'
     for g in g1 g2; do
       t "$w: msm checks $g"
-      timeout 90 "$dir/cuzk" bench msm --group $g --check --runs 1 --log-n 10 2>&1 |
+      timeout -k 10 90 "$dir/cuzk" bench msm --group $g --check --runs 1 --log-n 10 2>&1 |
         grep -E '"ok":false|^\{"checks|rror'
     done
   done
@@ -141,7 +150,7 @@ part_h2h() {
   have_supraseal || return
   for lg in 20 22 24; do
     t "$w ($(commit "$dir")): bench prove 2^$lg against SupraSeal C2"
-    timeout 200 "$dir/cuzk" bench prove --backend gpu --compare supraseal --log-n $lg \
+    timeout -k 10 200 "$dir/cuzk" bench prove --backend gpu --compare supraseal --log-n $lg \
       --reps 2 --seed $SEED --params-dir "$PARAMS" --supraseal-bin "$SUPRASEAL_BIN" 2>&1 |
       grep -E '^\{|rror' | cut -c1-3000 | tee -a "$OUT/h2h-$w.jsonl"
   done
@@ -154,25 +163,25 @@ part_filecoin() {
   export FIL_PROOFS_PARENT_CACHE=/tmp/cuzk-parents
   for k in porep window-post winning-post snap; do
     t "gen params $k 2KiB"
-    timeout 240 "$bin" gen params --kind $k --sector-size 2KiB --dir "$pd" 2>&1 | tail -2
+    timeout -k 10 240 "$bin" gen params --kind $k --sector-size 2KiB --dir "$pd" 2>&1 | tail -2
   done
   for v in interactive synthetic non-interactive; do
     t "gen sector 2KiB, $v PoRep"
-    timeout 120 "$bin" gen sector --sector-size 2KiB --porep $v --out /tmp/cuzk-sector-$v 2>&1 |
+    timeout -k 10 120 "$bin" gen sector --sector-size 2KiB --porep $v --out /tmp/cuzk-sector-$v 2>&1 |
       tail -1
   done
   for v in interactive synthetic non-interactive; do
     t "prove porep ($v) on the GPU, verified by filecoin-proofs"
-    timeout 200 "$bin" prove --kind porep --sector /tmp/cuzk-sector-$v --param-dir "$pd" \
+    timeout -k 10 200 "$bin" prove --kind porep --sector /tmp/cuzk-sector-$v --param-dir "$pd" \
       --backend gpu 2>&1 | grep -vE '^\s*$' | tail -4 | cut -c1-400
   done
   for k in window-post winning-post snap; do
     t "prove $k on the GPU, verified by filecoin-proofs"
-    timeout 120 "$bin" prove --kind $k --sector /tmp/cuzk-sector-interactive --param-dir "$pd" \
+    timeout -k 10 120 "$bin" prove --kind $k --sector /tmp/cuzk-sector-interactive --param-dir "$pd" \
       --backend gpu 2>&1 | grep -vE '^\s*$' | tail -4 | cut -c1-400
   done
   t "32 whole 2 KiB PoRep proofs from 16 clients, default config"
-  timeout 240 "$bin" bench batch --kind porep --sector /tmp/cuzk-sector-interactive --count 32 \
+  timeout -k 10 240 "$bin" bench batch --kind porep --sector /tmp/cuzk-sector-interactive --count 32 \
     --concurrency 16 --param-dir "$pd" --timeline "$OUT/timeline-porep-2k.svg" 2>&1 |
     grep -vE '^\s*$|INFO|WARN' | cut -c1-2000 | tee "$OUT/batch-porep-2k.log"
 }
@@ -181,7 +190,7 @@ part_realsize() {
   local bin=$NEW/cuzk
   fake_request_32g "$bin"
   t "bench synth: partition 0 of the fake 32 GiB PoRep"
-  ( time timeout 520 "$bin" bench synth --kind porep --request "$FAKE32" --fake \
+  ( time timeout -k 10 520 "$bin" bench synth --kind porep --request "$FAKE32" --fake \
     --reps 1 ) 2>&1 | grep -vE '^\s*$|INFO' | cut -c1-2000 | tee "$OUT/synth-porep-32g.log"
 }
 
@@ -189,7 +198,7 @@ part_e2e24() {
   local bin=$NEW/cuzk
   have_supraseal || return
   t "new ($(commit "$NEW")): bench prove 2^24 as 18 parts, the daemon's synthesis, against SupraSeal C2"
-  timeout 420 "$bin" bench prove --backend gpu --compare supraseal --log-n 24 --parts 18 \
+  timeout -k 10 420 "$bin" bench prove --backend gpu --compare supraseal --log-n 24 --parts 18 \
     --reps 3 --seed $SEED --params-dir "$PARAMS" --supraseal-bin "$SUPRASEAL_BIN" 2>&1 |
     grep -E '^\{|rror' | cut -c1-4000 | tee "$OUT/e2e24-new.jsonl"
 }
@@ -198,18 +207,77 @@ part_params32() {
   local bin=$NEW/cuzk
   fake_request_32g "$bin"
   t "test parameters of the 32 GiB PoRep circuit (2^27 domain), on the GPU, written to disk"
-  ( time timeout "${PARAMS32_TIMEOUT:-560}" "$bin" gen params --kind porep --sector-size 32GiB --dir /tmp/p32 ) 2>&1 |
+  ( time timeout -k 10 "${PARAMS32_TIMEOUT:-560}" "$bin" gen params --kind porep --sector-size 32GiB --dir /tmp/p32 ) 2>&1 |
     grep -vE '^\s*$' | cut -c1-2000 | tee "$OUT/params-porep-32g.log"
   ls -la /tmp/p32 | tee -a "$OUT/params-porep-32g.log"
 }
 
+# Host memory in use every 5 s into $1, until killed: run it in the background (`memwatch
+# F & w=$!`), not in a command substitution, which would wait for it. A run that the kernel
+# kills for memory leaves its curve.
+memwatch() {
+  while :; do
+    echo "$(date -u +%T) used_mib=$(free -m | awk '/Mem:/{print $3}')"
+    sleep 5
+  done > "$1"
+}
+
 part_batch32() {
-  local bin=$NEW/cuzk n=${BATCH32_COUNT:-2}
+  local bin=$NEW/cuzk n=${BATCH32_COUNT:-2} watch
   t "$n whole 32 GiB PoRep proofs (fake request: cannot verify), default config"
-  timeout "${BATCH32_TIMEOUT:-580}" "$bin" bench batch --kind porep --request "$FAKE32" --fake \
+  memwatch "$OUT/mem-porep-32g.log" &
+  watch=$!
+  timeout -k 10 "${BATCH32_TIMEOUT:-580}" "$bin" bench batch --kind porep --request "$FAKE32" --fake \
     --count "$n" --concurrency "$n" --param-dir /tmp/p32 --timeline "$OUT/timeline-porep-32g.svg" \
     2>&1 | grep -vE '^\s*$|INFO' | cut -c1-3000 | tee "$OUT/batch-porep-32g.log"
+  kill "$watch" 2>/dev/null
   free -g | tee -a "$OUT/batch-porep-32g.log"
+  echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-porep-32g.log" | tail -1)"
+}
+
+part_sector512() {
+  local bin=$NEW/cuzk pd=/tmp/cuzk-p512 sector=${SECTOR512:-$PWD/.carry/s512}
+  mkdir -p "$pd"
+  [ -f "$sector/sector.json" ] || { echo "no 512 MiB sector at $sector: skipped"; return; }
+  for k in porep window-post winning-post snap; do
+    t "gen params $k 512MiB"
+    ( time timeout -k 10 200 "$bin" gen params --kind $k --sector-size 512MiB --dir "$pd" ) 2>&1 |
+      grep -E '^\{|^real|rror' | cut -c1-600
+  done
+  for k in porep window-post winning-post snap; do
+    t "$k 512MiB: 2 proofs through the engine, each checked by filecoin-proofs"
+    timeout -k 10 200 "$bin" bench batch --kind $k --sector "$sector" --count 2 --concurrency 2 \
+      --param-dir "$pd" 2>&1 | grep -vE '^\s*$|INFO|WARN' | cut -c1-2000 |
+      tee "$OUT/batch-$k-512m.log"
+  done
+}
+
+part_load2k() {
+  local bin=$NEW/cuzk pd=/tmp/cuzk-fil-params
+  mkdir -p "$pd"
+  export FIL_PROOFS_PARENT_CACHE=/tmp/cuzk-parents
+  t "gen params porep 2KiB, gen sector 2KiB"
+  timeout -k 10 240 "$bin" gen params --kind porep --sector-size 2KiB --dir "$pd" 2>&1 | tail -1 | cut -c1-300
+  timeout -k 10 120 "$bin" gen sector --sector-size 2KiB --out /tmp/cuzk-sector-interactive 2>&1 | tail -1
+  t "32 whole 2 KiB PoRep proofs from 16 clients, default config"
+  timeout -k 10 240 "$bin" bench batch --kind porep --sector /tmp/cuzk-sector-interactive \
+    --count "${LOAD2K_COUNT:-32}" --concurrency "${LOAD2K_CONCURRENCY:-16}" --param-dir "$pd" \
+    --timeline "$OUT/timeline-porep-2k.svg" 2>&1 |
+    grep -vE '^\s*$|INFO|WARN' | cut -c1-2000 | tee "$OUT/batch-porep-2k.log"
+}
+
+part_wpost32() {
+  local bin=$NEW/cuzk req=/tmp/fake-wpost-32g.cuzkreq
+  t "fake 32 GiB WindowPoSt partition (2,349 sectors; cannot verify), its test parameters"
+  [ -f "$req" ] || timeout -k 10 120 "$bin" gen request --kind window-post --sector-size 32GiB --fake \
+    --out "$req" 2>&1 | grep -E '^\{' | cut -c1-400
+  ( time timeout -k 10 "${WPOST32_PARAMS_TIMEOUT:-300}" "$bin" gen params --kind window-post \
+    --sector-size 32GiB --dir /tmp/pw32 ) 2>&1 | grep -vE '^\s*$' | cut -c1-1500 |
+    tee "$OUT/params-wpost-32g.log"
+  t "one 32 GiB WindowPoSt proof, latency from request to proof"
+  timeout -k 10 "${WPOST32_TIMEOUT:-240}" "$bin" bench batch --kind window-post --request "$req" --fake \
+    --count 2 --concurrency 1 --param-dir /tmp/pw32 2>&1 | grep -vE '^\s*$|INFO' |
+    cut -c1-3000 | tee "$OUT/batch-wpost-32g.log"
 }
 
 # One row per headline case: figure (old → new), date, GPU, commit, the command.
@@ -278,8 +346,11 @@ for part in "$@"; do
     e2e24) part_e2e24 ;;
     params32) part_params32 ;;
     batch32) part_batch32 ;;
+    sector512) part_sector512 ;;
+    load2k) part_load2k ;;
+    wpost32) part_wpost32 ;;
     table) ;;
-    *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, filecoin, realsize, table)"; exit 2 ;;
+    *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, sector512, load2k, wpost32, table)"; exit 2 ;;
   esac
 done
 t table

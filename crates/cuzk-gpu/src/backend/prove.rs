@@ -37,11 +37,20 @@ fn fill_part<'env>(
 }
 
 /// `staging` cut at `bounds` into the four upload parts (a, b, c, the witness vectors).
-fn cut_parts<'s>(staging: &'s mut [u8], bounds: &[usize; 5]) -> Result<[&'s mut [u8]; 4]> {
-    if staging.len() < bounds[4] {
-        return Err(GpuError::Internal(
-            "slot staging smaller than its layout".into(),
-        ));
+/// A staging from the witness vectors on (`staged_from == bounds[3]`: the device computes
+/// a, b, c) gives three empty parts and the witness.
+fn cut_parts<'s>(
+    staging: &'s mut [u8],
+    bounds: &[usize; 5],
+    staged_from: usize,
+) -> Result<[&'s mut [u8]; 4]> {
+    let short = || GpuError::Internal("slot staging smaller than its layout".into());
+    if staged_from == bounds[3] {
+        let witness = staging.get_mut(..bounds[4] - bounds[3]).ok_or_else(short)?;
+        return Ok([&mut [], &mut [], &mut [], witness]);
+    }
+    if staged_from != 0 || staging.len() < bounds[4] {
+        return Err(short());
     }
     let (rest, _) = staging.split_at_mut(bounds[4]);
     let (rest, p3) = rest.split_at_mut(bounds[3]);
@@ -66,7 +75,9 @@ impl GpuBackend {
         *stage = ProveStage::Prepare;
         let t = Instant::now();
         self.fault_at(ProveStage::Prepare)?;
-        let mut slot = self.slots.take(dev, &self.pinned, &shape)?;
+        // With the matrices resident the host stages only the witness vectors.
+        let staged_from = shape.staged_from(matrices.is_some());
+        let mut slot = self.slots.take(dev, &self.pinned, &shape, staged_from)?;
         let pieces = staging_pieces(&shape, asg);
         report.push(ProveStage::Prepare, t.elapsed());
 
@@ -105,9 +116,9 @@ impl GpuBackend {
             lay[SlotVec::L as usize].0,
             total,
         ];
-        let (used, staging) = slot.upload_parts(&shape)?;
+        let (used, staging) = slot.upload_parts(&shape, staged_from)?;
         let vecs = SlotVecs::new(&used, &shape)?;
-        let [p0, p1, p2, p3] = cut_parts(staging, &bounds)?;
+        let [p0, p1, p2, p3] = cut_parts(staging, &bounds, staged_from)?;
         let (pieces, parts_done) = (&pieces, &parts_done);
         dev.upload_scope(|up| {
             // With the matrices resident, a, b, c are computed on the device from the
@@ -249,3 +260,22 @@ impl GpuBackend {
 
 /// `ready(k, d)`: makes `d`'s stream wait for upload part k (see `run.rs`).
 pub(super) type Ready<'r> = &'r mut (dyn FnMut(usize, &Device) -> Result<()> + Send);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_parts_gives_all_four_parts_or_only_the_witness() {
+        let bounds = [0, 64, 128, 192, 320];
+        let mut full = vec![0u8; 320];
+        let parts = cut_parts(&mut full, &bounds, 0).expect("full staging");
+        assert_eq!(parts.map(|p| p.len()), [64, 64, 64, 128]);
+        let mut witness = vec![0u8; 128];
+        let parts = cut_parts(&mut witness, &bounds, 192).expect("witness staging");
+        assert_eq!(parts.map(|p| p.len()), [0, 0, 0, 128]);
+        assert!(cut_parts(&mut [0u8; 127], &bounds, 192).is_err());
+        assert!(cut_parts(&mut [0u8; 319], &bounds, 0).is_err());
+        assert!(cut_parts(&mut [0u8; 320], &bounds, 64).is_err());
+    }
+}

@@ -147,6 +147,64 @@ fn bench_batch_proves_a_fake_2kib_request_twice_and_reports_the_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A real test sector's proofs through `bench batch` are each checked once more by
+/// filecoin-proofs' own verifier, and the run says how many it accepted. See: #17.
+#[test]
+fn bench_batch_checks_a_real_sectors_proofs_with_filecoin_proofs() {
+    let dir = std::env::temp_dir().join(format!("cuzk-bench-real-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let params = param_dir();
+    stdout_of(
+        &cuzk(&[
+            "gen",
+            "params",
+            "--kind",
+            "window-post",
+            "--sector-size",
+            "2KiB",
+            "--dir",
+            s(&params),
+            "--cpu",
+        ]),
+        "gen params",
+    );
+    let sector = dir.join("sector");
+    let sealed = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["gen", "sector", "--sector-size", "2KiB", "--out", s(&sector)])
+        .env("RUST_LOG", "warn")
+        .env("FIL_PROOFS_PARENT_CACHE", dir.join("parents"))
+        .output()
+        .expect("the cuzk binary runs");
+    stdout_of(&sealed, "gen sector");
+    let out = cuzk(&[
+        "bench",
+        "batch",
+        "--kind",
+        "window-post",
+        "--sector",
+        s(&sector),
+        "--count",
+        "2",
+        "--concurrency",
+        "2",
+        "--param-dir",
+        s(&params),
+        "--no-gpu",
+    ]);
+    let line = json_line(&stdout_of(&out, "bench batch --sector"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(line["fake"], false);
+    assert_eq!(line["failed"], 0, "{stderr}");
+    assert_eq!(line["filecoin_proofs_checked"], 2, "{line}");
+    assert_eq!(line["filecoin_proofs_verified"], 2, "{line}\n{stderr}");
+    assert!(
+        stderr.contains("filecoin-proofs' verifier accepted 2 of 2"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `bench prove`'s head-to-head synthesizes as the daemon does: the shape recorded once
 /// (timed apart), then each proof's witness part by part through the shape cache, with
 /// plain synthesis reported beside it and required equal. See: #17.

@@ -96,6 +96,8 @@ struct Sample {
     latency: Duration,
     ok: bool,
     error: String,
+    /// The proof bytes (empty unless completed).
+    proof: Vec<u8>,
 }
 
 /// Where the proofs go.
@@ -116,6 +118,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail!("--count and --concurrency must be positive");
     }
     let workload = Workload::from_args(&args)?;
+    if workload.filecoin_check().is_some() {
+        // filecoin-proofs' verifier finds its .vk files through this variable; set before
+        // any thread of the run starts.
+        let dir = args
+            .param_dir
+            .clone()
+            .unwrap_or_else(cuzk_filecoin::default_param_dir);
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
+    }
     if workload.is_fake() {
         if args.connect.is_some() {
             bail!("--fake runs in-process only: a daemon refuses fake requests");
@@ -231,6 +242,7 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
         samples.extend(c.await??);
     }
     let wall = started.elapsed();
+    let filecoin_checked = filecoin_check(&workload, &samples).await?;
     let (events, now_us) = timeline(&target, since_us).await?;
     let events: Vec<TimelineEvent> = events
         .into_iter()
@@ -249,6 +261,7 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
         peak_rss_bytes: matches!(target, Target::Local(_))
             .then(peak_rss_bytes)
             .flatten(),
+        filecoin_checked,
     };
     report(&run)?;
     if let Target::Local(engine) = target {
@@ -274,7 +287,58 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
         }
         engine.shutdown(Duration::from_secs(10)).await;
     }
+    if let Some(c) = filecoin_checked {
+        if c.verified < c.completed {
+            bail!(
+                "filecoin-proofs rejected {} of {} completed proofs",
+                c.completed - c.verified,
+                c.completed
+            );
+        }
+    }
     Ok(())
+}
+
+/// How many completed proofs filecoin-proofs' own verifier accepted.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FilecoinChecked {
+    pub(super) completed: usize,
+    pub(super) verified: usize,
+}
+
+/// Checks every completed proof of a real test sector with filecoin-proofs' verifier
+/// against the sector's manifest (after the timed run: not part of the figures). `None`
+/// for synthetic and fake workloads.
+async fn filecoin_check(
+    workload: &Workload,
+    samples: &[Sample],
+) -> anyhow::Result<Option<FilecoinChecked>> {
+    let Some((kind, manifest)) = workload.filecoin_check() else {
+        return Ok(None);
+    };
+    let (manifest, proofs) = (
+        manifest.clone(),
+        samples
+            .iter()
+            .filter(|s| s.ok)
+            .map(|s| s.proof.clone())
+            .collect::<Vec<_>>(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut verified = 0;
+        for (i, proof) in proofs.iter().enumerate() {
+            match cuzk_filecoin::testgen::verify_with_filecoin_proofs(kind, &manifest, proof) {
+                Ok(true) => verified += 1,
+                Ok(false) => eprintln!("proof {i}: filecoin-proofs says it does not verify"),
+                Err(e) => eprintln!("proof {i}: filecoin-proofs could not check it: {e}"),
+            }
+        }
+        Ok(Some(FilecoinChecked {
+            completed: proofs.len(),
+            verified,
+        }))
+    })
+    .await?
 }
 
 impl Target {
@@ -311,6 +375,7 @@ async fn prove_one(
                 latency: t.elapsed(),
                 ok: o.state == JobState::Completed,
                 error: o.error.clone(),
+                proof: o.proof.clone(),
             })
         }
         (Target::Remote(_), Some(client)) => {
@@ -347,6 +412,7 @@ async fn prove_one(
                 latency: t.elapsed(),
                 ok,
                 error: r.error_message,
+                proof: r.proof,
             })
         }
         (Target::Remote(_), None) => bail!("remote target without a client"),

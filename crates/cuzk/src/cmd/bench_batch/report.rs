@@ -38,6 +38,8 @@ pub(super) struct Run<'a> {
     pub(super) from_us: u64,
     pub(super) to_us: u64,
     pub(super) peak_rss_bytes: Option<u64>,
+    /// Real test sectors: completed proofs checked by filecoin-proofs, and accepted.
+    pub(super) filecoin_checked: Option<super::FilecoinChecked>,
 }
 
 pub(super) fn report(run: &Run<'_>) -> anyhow::Result<()> {
@@ -87,6 +89,10 @@ pub(super) fn report(run: &Run<'_>) -> anyhow::Result<()> {
     if run.workload.is_fake() {
         line["note"] = serde_json::json!(cuzk_filecoin::testgen::FAKE_NOTE);
     }
+    if let Some(c) = run.filecoin_checked {
+        line["filecoin_proofs_checked"] = serde_json::json!(c.completed);
+        line["filecoin_proofs_verified"] = serde_json::json!(c.verified);
+    }
     println!("{line}");
 
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
@@ -129,6 +135,12 @@ pub(super) fn report(run: &Run<'_>) -> anyhow::Result<()> {
     );
     if run.workload.is_fake() {
         eprintln!("FAKE request: random data of the true shape; its proofs cannot verify and were not verified");
+    }
+    if let Some(c) = run.filecoin_checked {
+        eprintln!(
+            "filecoin-proofs' verifier accepted {} of {} completed proofs",
+            c.verified, c.completed
+        );
     }
     for (stage, ms) in &stages {
         eprintln!("  {stage:<24} mean {ms:>10.2} ms");

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use cuzk_engine::synthetic::SyntheticSpec;
 use cuzk_engine::{ProofKindId, ProofRequest};
-use cuzk_filecoin::testgen::{load_sector, FakeRequest};
+use cuzk_filecoin::testgen::{load_sector, FakeRequest, SectorManifest};
 use cuzk_filecoin::{FilecoinKind, ParseOptions};
 
 use super::Args;
@@ -26,6 +26,9 @@ pub(super) enum Workload {
         fake: bool,
         circuit_id: String,
         partitions: usize,
+        /// A real test sector's manifest: every completed proof is checked once more
+        /// with filecoin-proofs' own verifier against it.
+        manifest: Option<Arc<SectorManifest>>,
     },
 }
 
@@ -41,11 +44,15 @@ impl Workload {
             });
         }
         let kind = FilecoinKind::from_cli_name(&args.kind).map_err(anyhow::Error::msg)?;
-        let (request, fake) = match (&args.sector, &args.request) {
+        let (request, fake, manifest) = match (&args.sector, &args.request) {
             (Some(dir), None) => {
                 let sector = load_sector(dir)
                     .with_context(|| format!("loading the test sector in {}", dir.display()))?;
-                (sector.request(kind)?, false)
+                (
+                    sector.request(kind)?,
+                    false,
+                    Some(Arc::new(sector.manifest)),
+                )
             }
             (None, Some(file)) => {
                 let fake = FakeRequest::read(file)?;
@@ -59,7 +66,7 @@ impl Workload {
                 if fake.kind != kind {
                     bail!("{} is a {} request, not {kind}", file.display(), fake.kind);
                 }
-                (fake.request, true)
+                (fake.request, true, None)
             }
             _ => bail!("--kind {kind} needs --sector DIR (real) or --request FILE --fake (fake)"),
         };
@@ -84,6 +91,7 @@ impl Workload {
             fake,
             circuit_id: parsed.circuit_id(),
             partitions: parsed.num_partitions(),
+            manifest,
         })
     }
 
@@ -101,6 +109,18 @@ impl Workload {
 
     pub(super) fn is_fake(&self) -> bool {
         matches!(self, Workload::Filecoin { fake: true, .. })
+    }
+
+    /// The kind and manifest whose proofs filecoin-proofs checks (real test sectors).
+    pub(super) fn filecoin_check(&self) -> Option<(FilecoinKind, &SectorManifest)> {
+        match self {
+            Workload::Filecoin {
+                kind,
+                manifest: Some(m),
+                ..
+            } => Some((*kind, m)),
+            _ => None,
+        }
     }
 
     pub(super) fn partitions(&self) -> usize {
