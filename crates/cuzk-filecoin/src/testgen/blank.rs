@@ -1,4 +1,5 @@
-//! The blank PoRep circuit given as parts, for parameters: the prefix (replica id and its
+//! The blank PoRep and PoSt circuits given as parts, for parameters. PoRep: the prefix
+//! (replica id and its
 //! bits, comm_d, comm_r, comm_r_last, comm_c and `comm_r = H(comm_c ‖ comm_r_last)`), then
 //! one sub-circuit per challenge of a partition, each the same gadget code over another
 //! challenge. `cuzk_groth16::paramgen::generate_parts` records the prefix and one
@@ -9,13 +10,16 @@
 //! vanilla proof of the true shape (`fake/porep.rs`) converted as the prover converts real
 //! ones. Its values are never read: the keypair assembly calls no allocation's value
 //! closure, and the circuit's structure does not depend on its values (a Groth16 circuit's
-//! parameters fix it). A test checks the QAP against `blank_circuit`'s, whole.
+//! parameters fix it). PoSt: no prefix (ONE alone), then one sub-circuit per sector, each
+//! the blank sector of `blank_circuit` (a 32 GiB WindowPoSt partition is 2,349 of them,
+//! 125M constraints). Tests check both QAPs against `blank_circuit`'s, whole.
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use cuzk_groth16::sublayout::Parts;
 use cuzk_groth16::Scalar;
 use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{self, StackedCircuit};
+use storage_proofs_post::fallback::{FallbackPoStCircuit, Sector};
 
 use super::TestgenError;
 use crate::registry::SectorSize;
@@ -85,6 +89,51 @@ impl<Tree: 'static + MerkleTreeTrait> Parts for BlankChallenges<Tree> {
     }
 }
 
+/// A PoSt partition's blank circuit as its sectors.
+pub(super) struct BlankSectors<Tree: 'static + MerkleTreeTrait> {
+    /// The blank sector every part synthesizes; `None` for a circuit without sectors.
+    sector: Option<Sector<Tree>>,
+    n_sectors: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> BlankSectors<Tree> {
+    /// The parts of `blank` (every sector of a blank circuit is the same blank sector).
+    pub fn new(blank: &FallbackPoStCircuit<Tree>) -> BlankSectors<Tree> {
+        BlankSectors {
+            sector: blank.sectors.first().cloned(),
+            n_sectors: blank.sectors.len(),
+        }
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Parts for BlankSectors<Tree> {
+    type Part = FallbackPoStCircuit<Tree>;
+
+    fn n_parts(&self) -> usize {
+        self.n_sectors
+    }
+
+    fn part(&self, j: usize) -> Result<FallbackPoStCircuit<Tree>, cuzk_groth16::SynthesisError> {
+        match (&self.sector, j < self.n_sectors) {
+            (Some(sector), true) => Ok(FallbackPoStCircuit {
+                prover_id: None,
+                sectors: vec![sector.clone()],
+            }),
+            _ => Err(cuzk_groth16::SynthesisError::Part {
+                part: j,
+                reason: format!("a partition of {} sectors", self.n_sectors),
+            }),
+        }
+    }
+
+    fn prefix(&self) -> Result<Option<FallbackPoStCircuit<Tree>>, cuzk_groth16::SynthesisError> {
+        Ok(Some(FallbackPoStCircuit {
+            prover_id: None,
+            sectors: Vec::new(),
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +172,33 @@ mod tests {
             (from_parts.n_inputs, from_parts.n_aux, from_parts.n_rows),
             (whole.n_inputs, whole.n_aux, whole.n_rows)
         );
+        assert!(from_parts == whole, "the QAPs differ");
+    }
+
+    /// The 2 KiB WindowPoSt blank circuit given as its sectors has the QAP of
+    /// `blank_circuit` recorded whole. See: #17.
+    #[test]
+    fn blank_window_post_from_sectors_has_the_whole_circuits_qap() {
+        use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
+        type Tree = filecoin_proofs::SectorShape2KiB;
+        let abi = Registered::default_abi(FilecoinKind::WindowPoSt, SectorSize::S2KiB);
+        let Ok(Registered::PoSt(reg)) = Registered::from_abi(FilecoinKind::WindowPoSt, abi) else {
+            panic!("2 KiB WindowPoSt is a PoSt proof");
+        };
+        let pp =
+            filecoin_proofs::parameters::window_post_public_params::<Tree>(&reg.as_v1_config())
+                .expect("public params");
+        let blank =
+            <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(
+                &pp,
+            );
+        let parts = BlankSectors::new(&blank);
+        assert!(parts.n_parts() >= 2, "{} sectors", parts.n_parts());
+        let tau = Scalar::random(rand_chacha::ChaCha20Rng::seed_from_u64(19));
+        let whole = Qap::of_circuit(blank, tau).expect("whole");
+        let from_parts = Qap::of_parts(&parts, tau)
+            .expect("parts")
+            .expect("a circuit of parts");
         assert!(from_parts == whole, "the QAPs differ");
     }
 }

@@ -146,8 +146,8 @@ pub struct Made {
 }
 
 /// [`gen_params_with`] with options, reporting the stage times. PoRep's circuit is
-/// recorded from its prefix and one challenge ([`paramgen::generate_parts`]) unless
-/// `opts.whole`; the other kinds are recorded whole.
+/// recorded from its prefix and one challenge, PoSt's from one sector
+/// ([`paramgen::generate_parts`]) unless `opts.whole`; SnapDeals' is recorded whole.
 ///
 /// # Errors
 /// [`TestgenError`] naming the file or the generator's failure.
@@ -325,7 +325,8 @@ fn gen_post<Tree: 'static + MerkleTreeTrait>(
         <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(
             &pp,
         );
-    target.generate(blank)
+    let parts = blank::BlankSectors::new(&blank);
+    target.generate_parts(blank, &parts)
 }
 
 fn gen_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(

@@ -171,7 +171,14 @@ fn bench_batch_checks_a_real_sectors_proofs_with_filecoin_proofs() {
     );
     let sector = dir.join("sector");
     let sealed = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["gen", "sector", "--sector-size", "2KiB", "--out", s(&sector)])
+        .args([
+            "gen",
+            "sector",
+            "--sector-size",
+            "2KiB",
+            "--out",
+            s(&sector),
+        ])
         .env("RUST_LOG", "warn")
         .env("FIL_PROOFS_PARENT_CACHE", dir.join("parents"))
         .output()
