@@ -8,7 +8,7 @@
 //! forces the CPU). `--no-write` generates a synthetic circuit's parameters and drops
 //! them (a benchmark of the generation alone). Both forms print the wall time of each
 //! stage (recording the structure, Lagrange, QAP, each fixed-base product, save). A
-//! circuit given as parts (PoRep, a synthetic circuit with `--parts` ≥ 2) is recorded
+//! circuit given as parts (PoRep, PoSt, a synthetic circuit with `--parts` ≥ 2) is recorded
 //! from its prefix and one part; `--whole` records it whole on one thread (the older
 //! path, to compare: the files are byte-identical for one `--toxic-seed`). The generator
 //! is `cuzk_groth16::paramgen`; this module parses flags and prints.
