@@ -33,6 +33,7 @@ macro_rules! with_tree {
 }
 
 pub mod engine;
+mod native;
 pub mod params;
 mod partition;
 pub mod porep;

@@ -28,9 +28,13 @@ use storage_proofs_porep::stacked::{
     self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg,
 };
 
+use crate::native::NativeChallenge;
 use crate::partition::{self, check_sector_size};
 use crate::registry::{circuit_id, FilecoinKind, PoRepVariant, Registered, SectorSize};
 use crate::snarkpack;
+
+mod compare;
+pub use compare::{compare_native_witness, compare_recordings};
 
 /// The vanilla proofs of one partition (one per challenge).
 type PartitionVanilla<Tree> = Vec<filecoin_proofs::VanillaSealProof<Tree>>;
@@ -124,55 +128,6 @@ pub fn parse(
             VanillaSealProof::StackedDrg32GiBV1(_) => "32GiB",
             VanillaSealProof::StackedDrg64GiBV1(_) => "64GiB",
         })),
-    }
-}
-
-/// Partition `partition_idx` of a PoRep request recorded whole and recorded from its
-/// prefix and one challenge (`cuzk_groth16::recorded::compare_recordings`): `None` when
-/// the two are the same constraint system, else how they differ. For tests and
-/// benchmarks; parses as [`parse`] does.
-///
-/// # Errors
-/// As [`parse`], and [`KindError::Synthesis`] when a recording fails.
-pub fn compare_recordings(
-    req: &ProofRequest,
-    param_dir: &Path,
-    opts: crate::ParseOptions,
-    partition_idx: usize,
-) -> Result<Option<String>, KindError> {
-    fn of<Tree: 'static + MerkleTreeTrait>(
-        meta: C1Meta,
-        proofs: Vec<PartitionVanilla<Tree>>,
-        k: usize,
-    ) -> Result<Option<String>, KindError> {
-        let proof = PoRepC2::new(meta, proofs)?;
-        let vanilla = proof
-            .vanilla_proofs
-            .get(k)
-            .ok_or_else(|| partition::circuit_error(k, "no such partition"))?;
-        let circuit = proof.circuit(vanilla, k)?;
-        let parts = ChallengeParts {
-            proof: &proof,
-            vanilla,
-            partition_idx: k,
-        };
-        cuzk_groth16::recorded::compare_recordings(circuit, &parts).map_err(|e| {
-            KindError::Synthesis {
-                partition_idx: k,
-                reason: e.to_string(),
-            }
-        })
-    }
-    // Every refusal of `parse` first (a size that does not match its proofs included).
-    parse(req, param_dir, opts)?;
-    let (meta, vanilla, _) = read_c1(req, param_dir, opts)?;
-    let k = partition_idx;
-    match vanilla {
-        VanillaSealProof::StackedDrg2KiBV1(p) => of(meta, p, k),
-        VanillaSealProof::StackedDrg8MiBV1(p) => of(meta, p, k),
-        VanillaSealProof::StackedDrg512MiBV1(p) => of(meta, p, k),
-        VanillaSealProof::StackedDrg32GiBV1(p) => of(meta, p, k),
-        VanillaSealProof::StackedDrg64GiBV1(p) => of(meta, p, k),
     }
 }
 
@@ -442,9 +397,11 @@ struct ChallengeParts<'a, Tree: 'static + MerkleTreeTrait> {
 
 /// One piece of a PoRep partition given as its challenges: a one-challenge circuit, or the
 /// prefix alone (`StackedCircuit::synthesize` over no challenge proofs), from which a shape
-/// is recorded together with one challenge (`cuzk_groth16::recorded`).
+/// is recorded together with one challenge (`cuzk_groth16::recorded`), or a one-challenge
+/// circuit's witness-only mirror (`native/`), which only witness-only systems run.
 enum Piece<Tree: 'static + MerkleTreeTrait> {
     Challenge(StackedCircuit<Tree, DefaultPieceHasher>),
+    Native(Box<NativeChallenge<Tree>>),
     Prefix {
         replica_id: <Tree::Hasher as Hasher>::Domain,
         comm_d: Option<DefaultPieceDomain>,
@@ -461,6 +418,7 @@ impl<Tree: 'static + MerkleTreeTrait> bellperson::Circuit<Scalar> for Piece<Tree
     ) -> Result<(), bellperson::SynthesisError> {
         match self {
             Piece::Challenge(circuit) => circuit.synthesize(cs),
+            Piece::Native(circuit) => circuit.synthesize(cs),
             Piece::Prefix {
                 replica_id,
                 comm_d,
@@ -488,10 +446,7 @@ impl<Tree: 'static + MerkleTreeTrait> Parts for ChallengeParts<'_, Tree> {
     }
 
     fn part(&self, j: usize) -> Result<Self::Part, SynthesisError> {
-        let one = self.vanilla.get(j).ok_or_else(|| SynthesisError::Part {
-            part: j,
-            reason: format!("a partition of {} challenges", self.vanilla.len()),
-        })?;
+        let one = self.challenge(j)?;
         self.proof
             .circuit(&vec![one.clone()], self.partition_idx)
             .map(Piece::Challenge)
@@ -499,6 +454,20 @@ impl<Tree: 'static + MerkleTreeTrait> Parts for ChallengeParts<'_, Tree> {
                 part: j,
                 reason: e.to_string(),
             })
+    }
+
+    /// Challenge `j`'s witness-only mirror: its SHA-256 parts (labels, tree D) build no
+    /// linear combination, the rest runs the real gadgets (`native/challenge.rs`).
+    fn witness_part(&self, j: usize) -> Result<Self::Part, SynthesisError> {
+        let one = self.challenge(j)?;
+        let tau = self.proof.pub_inputs.tau.as_ref();
+        Ok(Piece::Native(Box::new(NativeChallenge {
+            replica_id: self.proof.pub_inputs.replica_id,
+            comm_d: tau.map(|t| t.comm_d),
+            comm_r: tau.map(|t| t.comm_r),
+            proof: one.clone(),
+            check_values: !self.proof.fake,
+        })))
     }
 
     /// The values `StackedCompound::circuit` gives the prefix: the replica id and the
@@ -517,6 +486,19 @@ impl<Tree: 'static + MerkleTreeTrait> Parts for ChallengeParts<'_, Tree> {
             comm_r_last: first.comm_r_last(),
             comm_c: first.comm_c(),
         }))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ChallengeParts<'_, Tree> {
+    /// Challenge `j`'s vanilla proof.
+    fn challenge(
+        &self,
+        j: usize,
+    ) -> Result<&filecoin_proofs::VanillaSealProof<Tree>, SynthesisError> {
+        self.vanilla.get(j).ok_or_else(|| SynthesisError::Part {
+            part: j,
+            reason: format!("a partition of {} challenges", self.vanilla.len()),
+        })
     }
 }
 

@@ -36,6 +36,18 @@ pub trait Parts: Sync {
     /// [`SynthesisError::Part`] when the part cannot be built.
     fn part(&self, j: usize) -> Result<Self::Part, SynthesisError>;
 
+    /// Part `j` for a witness-only run ([`witness_parts`]): a circuit that allocates
+    /// exactly what [`Self::part`] allocates, in the same order with the same values, and
+    /// counts as many constraints, but need not build its constraints (its `enforce`
+    /// closures are never called). Shapes are always recorded from [`Self::part`]. The
+    /// default is [`Self::part`].
+    ///
+    /// # Errors
+    /// [`SynthesisError::Part`] when the part cannot be built.
+    fn witness_part(&self, j: usize) -> Result<Self::Part, SynthesisError> {
+        self.part(j)
+    }
+
     /// The shared prefix alone, as a circuit, when the caller can build one: it lets a
     /// shape be recorded from the prefix and one part instead of the whole circuit
     /// (`recorded_parts.rs`). `None` (the default): record the whole circuit.
@@ -202,7 +214,7 @@ pub fn witness_parts<P: Parts>(
     tasks.into_par_iter().with_max_len(1).try_for_each(
         |(j, mut cs)| -> Result<(), SynthesisError> {
             parts
-                .part(j)?
+                .witness_part(j)?
                 .synthesize(&mut cs)
                 .map_err(|source| SynthesisError::Circuit {
                     n_constraints: cs.constraints,
@@ -364,6 +376,44 @@ mod tests {
                 assert_eq!(got, want, "{n} parts, x = {x}");
             }
         }
+    }
+
+    /// Shapes come from `part`, witnesses from `witness_part`.
+    struct Witnessed {
+        shape: Toy,
+        witness: Toy,
+    }
+
+    impl Parts for Witnessed {
+        type Part = Toy;
+
+        fn n_parts(&self) -> usize {
+            self.shape.n_parts()
+        }
+
+        fn part(&self, j: usize) -> Result<Toy, SynthesisError> {
+            self.shape.part(j)
+        }
+
+        fn witness_part(&self, j: usize) -> Result<Toy, SynthesisError> {
+            self.witness.part(j)
+        }
+    }
+
+    /// The parts' witness is computed from `witness_part` (a witness-only mirror of a
+    /// part, PoRep's native challenges): parts whose witness parts are another instance
+    /// give that instance's assignment over the recorded shape. See: #17.
+    #[test]
+    fn the_witness_is_computed_from_witness_part() {
+        let r = R1cs::record(toy(1, 3)).expect("records");
+        let one = witness_of_part(&toy(1, 3), 0).expect("part 0").counts();
+        let layout = SubLayout::derive(r.counts(), one, 3).expect("splits");
+        let parts = Witnessed {
+            shape: toy(1, 3),
+            witness: toy(9, 3),
+        };
+        let got = r.assign_parts(&layout, &parts).expect("assigns");
+        assert_eq!(got, crate::synthesize(toy(9, 3)).expect("plain"));
     }
 
     /// A part of another shape, or another number of parts, is refused by name.

@@ -96,3 +96,43 @@ fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
 fn snap_deals_witness_gives_the_plain_assignment() {
     paths_agree(FilecoinKind::SnapDeals);
 }
+
+/// Every challenge of every partition of the 2 KiB PoRep request: the native witness (its
+/// SHA-256 parts without linear combinations) is the real one-challenge circuit's, value
+/// for value and constraint for constraint. See: #17.
+#[test]
+fn porep_native_witness_is_the_circuits_on_every_2k_challenge() {
+    let sector = crate::common::sector_2k();
+    let request = sector.request(FilecoinKind::PoRep).expect("request");
+    let proof = parse(FilecoinKind::PoRep, &request).expect("parse");
+    for k in 0..proof.num_partitions() {
+        let diff = cuzk_filecoin::porep::compare_native_witness(
+            &request,
+            &crate::common::param_dir(),
+            cuzk_filecoin::ParseOptions::default(),
+            k,
+            None,
+        )
+        .expect("both witnesses");
+        assert_eq!(diff, None, "partition {k}");
+    }
+}
+
+/// A challenge of a fake 32 GiB request (11 layers, 14 parents, 30 tree-D levels, trees C
+/// and R of 8-ary Poseidon): the native witness is the real circuit's. Witness generation
+/// checks no constraint, so a fake serves. See: #17.
+#[test]
+fn porep_native_witness_is_the_circuits_on_a_32g_challenge() {
+    use cuzk_filecoin::testgen::FakeRequest;
+    let fake = FakeRequest::generate(FilecoinKind::PoRep, cuzk_filecoin::SectorSize::S32GiB, 3)
+        .expect("a fake 32 GiB request");
+    let diff = cuzk_filecoin::porep::compare_native_witness(
+        &fake.request,
+        &cuzk_filecoin::default_param_dir(),
+        cuzk_filecoin::ParseOptions { fake_ok: true },
+        9,
+        Some(17),
+    )
+    .expect("both witnesses");
+    assert_eq!(diff, None);
+}

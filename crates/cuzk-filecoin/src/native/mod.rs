@@ -1,0 +1,22 @@
+//! Native witnesses: witness-only mirrors of circuit pieces whose gadgets spend nearly all
+//! of a witness-only walk building linear combinations that only `enforce` reads (see
+//! /work/shared/synthesis-notes.md, sections 2 and 4, S3 (b)). A mirror allocates exactly
+//! the variables its circuit allocates, in the same order and with the same values, and
+//! counts the same constraints; it is run only by witness-only systems (`Parts::witness_part`),
+//! never to record a shape, and each piece is tested bit for bit against its gadget.
+//!
+//! - `bits.rs`: [`bits::Bit`] (a `Boolean` without its variable) and the bit helpers.
+//! - `sha256.rs`: bellperson 0.27's SHA-256 gadget.
+//! - `challenge.rs`: storage-proofs-porep 19.1's one-challenge PoRep circuit, its SHA-256
+//!   parts native and its Poseidon parts through the real gadgets.
+
+pub(crate) mod bits;
+pub(crate) mod challenge;
+pub(crate) mod sha256;
+mod witness;
+
+pub(crate) use challenge::NativeChallenge;
+pub(crate) use witness::Collected;
+
+#[cfg(test)]
+mod tests;
