@@ -6,6 +6,7 @@
 //! every size, whose proofs cannot verify (`fake/`, benchmarks only). Owns [`gen_params`]
 //! and [`TestgenError`].
 
+mod blank;
 mod fake;
 mod sector;
 mod verify;
@@ -17,11 +18,14 @@ pub use sector::{
 pub use verify::verify_with_filecoin_proofs;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bellperson::Circuit;
-use cuzk_groth16::paramgen::FixedBaseMul;
+use cuzk_groth16::paramgen::{self, FixedBaseMul, Generated, ToxicWaste};
+use cuzk_groth16::sublayout::Parts;
 use cuzk_groth16::{KindError, Scalar};
 use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
+use rand::SeedableRng;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
@@ -105,13 +109,65 @@ pub fn gen_params_with(
     dir: &Path,
     fbm: &dyn FixedBaseMul,
 ) -> Result<PathBuf, TestgenError> {
+    gen_params_report(kind, size, dir, fbm, &ParamsOptions::default()).map(|r| r.path)
+}
+
+/// How [`gen_params_report`] makes parameters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ParamsOptions {
+    /// Seed of the toxic waste (reproducible files, to compare two generators); `None`:
+    /// OS randomness, nobody keeps it.
+    pub toxic_seed: Option<u64>,
+    /// Record the whole circuit on one thread even when the kind gives it as parts (the
+    /// older path, kept to compare against).
+    pub whole: bool,
+}
+
+/// What [`gen_params_report`] did.
+#[derive(Debug)]
+pub struct ParamsReport {
+    /// The `.params` file.
+    pub path: PathBuf,
+    /// How it was made; `None` when the files were already there.
+    pub made: Option<Made>,
+}
+
+/// One generation's figures.
+#[derive(Debug)]
+pub struct Made {
+    /// Whether the structure was recorded from the circuit's prefix and one part.
+    pub from_parts: bool,
+    /// Rows of the circuit (constraints and one per input).
+    pub n_rows: usize,
+    /// Wall time of each stage ([`Generated::stages`], "save" last).
+    pub stages: Vec<(&'static str, Duration)>,
+    /// The fixed-base implementation's breakdown ([`Generated::fixed_base_stages`]).
+    pub fixed_base_stages: Vec<(&'static str, Vec<(&'static str, Duration)>)>,
+}
+
+/// [`gen_params_with`] with options, reporting the stage times. PoRep's circuit is
+/// recorded from its prefix and one challenge, PoSt's from one sector
+/// ([`paramgen::generate_parts`]) unless `opts.whole`; SnapDeals' is recorded whole.
+///
+/// # Errors
+/// [`TestgenError`] naming the file or the generator's failure.
+pub fn gen_params_report(
+    kind: FilecoinKind,
+    size: SectorSize,
+    dir: &Path,
+    fbm: &dyn FixedBaseMul,
+    opts: &ParamsOptions,
+) -> Result<ParamsReport, TestgenError> {
     let params = dir.join(crate::params_file_name(kind, size)?);
     let vk = dir.join(crate::vk_file_name(kind, size)?);
     if kind == FilecoinKind::PoRep {
         gen_aggregation_key(dir)?;
     }
     if params.is_file() && vk.is_file() {
-        return Ok(params);
+        return Ok(ParamsReport {
+            path: params,
+            made: None,
+        });
     }
     std::fs::create_dir_all(dir).map_err(|e| TestgenError::io(dir, e))?;
     let circuit_id = crate::circuit_id(kind, size);
@@ -121,13 +177,17 @@ pub fn gen_params_with(
         params: &params,
         vk: &vk,
         fbm,
+        opts,
     };
-    match reg {
-        Registered::Seal(p) => with_tree!(size, gen_porep, &p.as_v1_config(), &target),
+    let made = match reg {
+        Registered::Seal(p) => with_tree!(size, gen_porep, &p.as_v1_config(), size, &target),
         Registered::PoSt(p) => with_tree!(size, gen_post, &p.as_v1_config(), &target),
         Registered::Update(_) => with_tree!(size, gen_update, size, &target),
     }?;
-    Ok(params)
+    Ok(ParamsReport {
+        path: params,
+        made: Some(made),
+    })
 }
 
 /// Proofs the test SnarkPack key can aggregate: 128, the power of two above the 126
@@ -158,6 +218,7 @@ struct Target<'a> {
     params: &'a Path,
     vk: &'a Path,
     fbm: &'a dyn FixedBaseMul,
+    opts: &'a ParamsOptions,
 }
 
 impl Target<'_> {
@@ -168,41 +229,89 @@ impl Target<'_> {
         }
     }
 
-    /// Generates parameters for `blank` and writes both files (params via a temporary
-    /// name, so that a crash never leaves a truncated file under the standard name).
-    fn generate<C: Circuit<Scalar>>(&self, blank: C) -> Result<(), TestgenError> {
-        // A per-process temporary name: two test processes may generate the same file.
-        let tmp = self
-            .params
-            .with_extension(format!("params.partial-{}", std::process::id()));
-        let mut rng = rand::rngs::OsRng;
-        let (vk, _toxic_waste_dropped_here) =
-            cuzk_groth16::paramgen::generate_to_file(blank, &mut rng, &tmp, self.fbm)
-                .map_err(|e| self.fail(e))?;
+    fn toxic(&self) -> ToxicWaste {
+        match self.opts.toxic_seed {
+            Some(seed) => ToxicWaste::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(seed)),
+            None => ToxicWaste::random(&mut rand::rngs::OsRng),
+        }
+    }
+
+    /// Generates parameters for `blank` and writes both files.
+    fn generate<C: Circuit<Scalar>>(&self, blank: C) -> Result<Made, TestgenError> {
+        let tmp = self.tmp();
+        let g = paramgen::generate_in_domain(blank, &self.toxic(), self.fbm, None, Some(&tmp))
+            .map_err(|e| self.fail(e))?;
+        self.finish(&tmp, g, false)
+    }
+
+    /// As [`Target::generate`], from the circuit's prefix and one part when `parts` gives
+    /// them; a parts failure is logged and `blank` generated whole (which reports the
+    /// circuit's own error, if it has one).
+    fn generate_parts<C: Circuit<Scalar>, P: Parts>(
+        &self,
+        blank: C,
+        parts: &P,
+    ) -> Result<Made, TestgenError> {
+        if self.opts.whole {
+            return self.generate(blank);
+        }
+        let tmp = self.tmp();
+        match paramgen::generate_parts(parts, &self.toxic(), self.fbm, Some(&tmp)) {
+            Ok(Some(g)) => self.finish(&tmp, g, true),
+            Ok(None) => self.generate(blank),
+            Err(e) => {
+                tracing::warn!(
+                    circuit_id = self.circuit_id,
+                    "generating from the whole circuit, not from parts: {e}"
+                );
+                self.generate(blank)
+            }
+        }
+    }
+
+    /// The parameters' temporary name, so that a crash never leaves a truncated file
+    /// under the standard name; per process: two test processes may generate the same
+    /// file.
+    fn tmp(&self) -> PathBuf {
+        self.params
+            .with_extension(format!("params.partial-{}", std::process::id()))
+    }
+
+    /// Writes the verifying key and moves the parameters written at `tmp` to their name;
+    /// the toxic waste is dropped with `g`.
+    fn finish(&self, tmp: &Path, g: Generated, from_parts: bool) -> Result<Made, TestgenError> {
         let mut vk_bytes = Vec::new();
-        vk.write(&mut vk_bytes).map_err(|e| self.fail(e))?;
+        g.srs.vk.write(&mut vk_bytes).map_err(|e| self.fail(e))?;
         std::fs::write(self.vk, vk_bytes).map_err(|e| TestgenError::io(self.vk, e))?;
-        std::fs::rename(&tmp, self.params).map_err(|e| TestgenError::io(self.params, e))
+        std::fs::rename(tmp, self.params).map_err(|e| TestgenError::io(self.params, e))?;
+        Ok(Made {
+            from_parts,
+            n_rows: g.n_rows,
+            stages: g.stages,
+            fixed_base_stages: g.fixed_base_stages,
+        })
     }
 }
 
 fn gen_porep<Tree: 'static + MerkleTreeTrait>(
     cfg: &filecoin_proofs::PoRepConfig,
+    size: SectorSize,
     target: &Target<'_>,
-) -> Result<(), TestgenError> {
+) -> Result<Made, TestgenError> {
     let pp = filecoin_proofs::parameters::public_params::<Tree>(cfg)
         .map_err(|e| target.fail(format!("{e:#}")))?;
     let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         _,
     >>::blank_circuit(&pp);
-    target.generate(blank)
+    let parts = blank::BlankChallenges::new(&pp, size)?;
+    target.generate_parts(blank, &parts)
 }
 
 fn gen_post<Tree: 'static + MerkleTreeTrait>(
     cfg: &filecoin_proofs::PoStConfig,
     target: &Target<'_>,
-) -> Result<(), TestgenError> {
+) -> Result<Made, TestgenError> {
     let pp = match cfg.typ {
         filecoin_proofs::PoStType::Winning => {
             filecoin_proofs::parameters::winning_post_public_params::<Tree>(cfg)
@@ -216,13 +325,14 @@ fn gen_post<Tree: 'static + MerkleTreeTrait>(
         <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(
             &pp,
         );
-    target.generate(blank)
+    let parts = blank::BlankSectors::new(&blank);
+    target.generate_parts(blank, &parts)
 }
 
 fn gen_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     size: SectorSize,
     target: &Target<'_>,
-) -> Result<(), TestgenError> {
+) -> Result<Made, TestgenError> {
     let pp = storage_proofs_update::PublicParams::from_sector_size(size.bytes());
     let blank = <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::blank_circuit(&pp);
     target.generate(blank)

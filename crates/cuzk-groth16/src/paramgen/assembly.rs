@@ -16,7 +16,7 @@ use super::ParamgenError;
 use crate::Scalar;
 
 /// Marks an input in a recorded variable id (aux ids are plain).
-const INPUT_TAG: u32 = 1 << 31;
+pub(super) const INPUT_TAG: u32 = 1 << 31;
 
 /// Coefficient codes of the common small coefficients; a code ≥ [`FIRST_OTHER`] is
 /// `FIRST_OTHER + i` for `Terms::other[i]`. Most terms of real and synthetic circuits carry
@@ -29,13 +29,13 @@ const FIRST_OTHER: u32 = 3;
 
 /// One sparse matrix, row-major as recorded: term t is `coefficient(codes[t])` at
 /// (rows[t], vars[t]).
-#[derive(Default)]
+#[derive(Default, PartialEq)]
 pub(super) struct Terms {
-    rows: Vec<u32>,
-    vars: Vec<u32>,
-    codes: Vec<u32>,
+    pub rows: Vec<u32>,
+    pub vars: Vec<u32>,
+    pub codes: Vec<u32>,
     /// The coefficients other than 1, −1 and 2, in order of appearance.
-    other: Vec<Scalar>,
+    pub other: Vec<Scalar>,
 }
 
 impl Terms {
@@ -279,7 +279,7 @@ pub(super) fn zeros(n: usize) -> Vec<Scalar> {
 }
 
 /// `acc += coefficient(code) · l`.
-fn add_term(acc: &mut Scalar, l: &Scalar, code: u32, other: &[Scalar]) {
+pub(super) fn add_term(acc: &mut Scalar, l: &Scalar, code: u32, other: &[Scalar]) {
     match code {
         CODE_ONE => *acc += l,
         CODE_MINUS_ONE => *acc -= l,

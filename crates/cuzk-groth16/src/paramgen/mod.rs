@@ -4,6 +4,10 @@
 //! bellperson's `Parameters::read` and our [`Srs::load`] read, byte-identical to what
 //! bellperson's `generate_random_parameters` makes from the same RNG.
 //!
+//! A circuit given as parts (a prefix, then sub-circuits of one structure, as a PoRep
+//! partition's challenges are) is recorded from its prefix and one part and its QAP
+//! evaluated part by part on all cores ([`generate_parts`], `parts.rs`): the same bytes.
+//!
 //! The toxic waste is known to whoever runs this: parameters made here are for tests and
 //! benchmarks only, never for a real network.
 //!
@@ -15,20 +19,23 @@
 mod assembly;
 mod fixed_base;
 mod lagrange;
+mod parts;
+mod queries;
 mod save;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bellperson::{Circuit, ConstraintSystem};
 use blstrs::{G1Affine, G1Projective, G2Projective};
 use ff::{Field, PrimeField};
-use group::{Curve, Group};
+use group::Group;
 use rand_core::RngCore;
-use rayon::prelude::*;
 
+use crate::sublayout::Parts;
 use crate::{Scalar, Srs, SrsError, VerifyingKey};
 use assembly::{Evaluated, KeypairAssembly, Streaming};
+use queries::{finish, Clock, Inverses};
 
 pub use fixed_base::{CpuFixedBase, FixedBaseError, FixedBaseMul};
 pub use lagrange::{lagrange_at, omega};
@@ -78,13 +85,16 @@ pub struct Generated {
     pub toxic: ToxicWaste,
     /// Constraints, including the `input · 0 = 0` rows.
     pub n_rows: usize,
-    /// Wall time of each stage, in order: "synthesis", "lagrange", "qap", "msm_g1",
-    /// "msm_g2"; with a known domain ([`generate_in_domain`]) "lagrange" comes first and
-    /// "synthesis" includes the QAP evaluation and the h query that ran beside it.
+    /// Wall time of each stage, in order: "synthesis" (recording the structure),
+    /// "lagrange", "qap" (u, v, w at τ and the query scalars), then one per fixed-base
+    /// product: "fb_h", "fb_a", "fb_b_g1", "fb_b_g2", "fb_l" (the few ic points go with
+    /// the first), and "save" when writing to a file. With a known domain
+    /// ([`generate_in_domain`]) "lagrange" comes first, and "synthesis" includes the QAP
+    /// evaluation and the h query that ran beside it (no "fb_h" then).
     pub stages: Vec<(&'static str, Duration)>,
-    /// The fixed-base implementation's own breakdown of "msm_g1" and "msm_g2" (see
-    /// [`FixedBaseMul::take_stages`]; empty for the CPU).
-    pub fixed_base_stages: [Vec<(&'static str, Duration)>; 2],
+    /// The fixed-base implementation's own breakdown of each stage that ran products, by
+    /// stage name (see [`FixedBaseMul::take_stages`]; empty for the CPU).
+    pub fixed_base_stages: Vec<(&'static str, Vec<(&'static str, Duration)>)>,
 }
 
 /// Why parameters could not be generated.
@@ -93,6 +103,12 @@ pub enum ParamgenError {
     /// The circuit's own code failed.
     #[error("circuit synthesis failed: {0}")]
     Synthesis(#[from] bellperson::SynthesisError),
+    /// A part of a circuit given as parts (or its prefix) could not be built.
+    #[error("circuit part: {0}")]
+    Part(crate::SynthesisError),
+    /// A circuit given as parts is not a prefix followed by sub-circuits of one structure.
+    #[error("the parts do not make one circuit: {0}")]
+    PartsMismatch(String),
     /// A constraint names a variable that was never allocated.
     #[error("constraint uses unallocated {kind} variable {index} (have {allocated})")]
     UnknownVariable {
@@ -175,9 +191,7 @@ where
     C: Circuit<Scalar>,
     R: RngCore,
 {
-    let mut g = generate(circuit, rng, fbm)?;
-    save(&g.srs, path)?;
-    g.srs.path = path.to_path_buf();
+    let g = generate_in_domain(circuit, &ToxicWaste::random(rng), fbm, None, Some(path))?;
     Ok((g.srs.vk, g.toxic))
 }
 
@@ -193,161 +207,122 @@ pub fn generate_with<C>(
 where
     C: Circuit<Scalar>,
 {
-    generate_in_domain(circuit, toxic, fbm, None)
+    generate_in_domain(circuit, toxic, fbm, None, None)
 }
 
 /// As [`generate_with`], for a circuit whose domain is known to be 2^`lg_hint` rows
 /// when given (the synthetic circuits' is): then the Lagrange coefficients come first,
 /// and the QAP evaluation and the h query (which depends on the domain alone) run beside
-/// the single-threaded synthesis instead of after it.
+/// the single-threaded synthesis instead of after it. With `out`, the parameters are also
+/// written there (bellperson format), each query while the next is computed, and the
+/// last stage, "save", is the wait for the rest of the file and its sync.
 ///
 /// # Errors
 /// See [`ParamgenError`]; [`ParamgenError::DomainMismatch`] when the circuit does not
-/// fill a domain of 2^`lg_hint` rows.
+/// fill a domain of 2^`lg_hint` rows; [`ParamgenError::Write`] when `out` cannot be
+/// written (no file is left then).
 pub fn generate_in_domain<C>(
     circuit: C,
     toxic: &ToxicWaste,
     fbm: &dyn FixedBaseMul,
     lg_hint: Option<u32>,
+    out: Option<&Path>,
 ) -> Result<Generated, ParamgenError>
 where
     C: Circuit<Scalar>,
 {
-    let ToxicWaste {
-        g1,
-        g2,
-        alpha,
-        beta,
-        gamma,
-        delta,
-        tau,
-    } = *toxic;
-    let gamma_inv = Option::<Scalar>::from(gamma.invert())
-        .ok_or(ParamgenError::DegenerateTrapdoor("gamma is zero"))?;
-    let delta_inv = Option::<Scalar>::from(delta.invert())
-        .ok_or(ParamgenError::DegenerateTrapdoor("delta is zero"))?;
+    let inv = Inverses::of(toxic)?;
     tracing::warn!("drawing parameters from local toxic waste: for tests only");
-    let mut stages = Vec::new();
-    let mut clock = Instant::now();
-    let mut lap = |name: &'static str, stages: &mut Vec<(&'static str, Duration)>| {
-        stages.push((name, clock.elapsed()));
-        clock = Instant::now();
-    };
-
-    let Recorded {
-        n_inputs,
-        n_aux,
-        n_rows,
-        lg,
-        uvw: [u, v, w],
-        h,
-    } = match lg_hint {
-        None => record_then_evaluate(circuit, tau, &mut lap, &mut stages)?,
+    let mut clock = Clock::start();
+    let recorded = match lg_hint {
+        None => record_then_evaluate(circuit, toxic.tau, &mut clock)?,
         Some(lg) => {
-            let h = |lg| fbm.mul_g1(g1, &h_scalars(tau, delta_inv, lg));
-            record_while_evaluating(circuit, tau, lg, h, &mut lap, &mut stages)?
+            let h = |lg| fbm.mul_g1(toxic.g1, &h_scalars(toxic.tau, inv.delta, lg));
+            record_while_evaluating(circuit, toxic.tau, lg, h, &mut clock)?
         }
     };
-    let n = 1usize << lg;
+    finish(recorded, toxic, &inv, fbm, clock, out)
+}
 
-    // The query scalars, on all cores. bellperson filters the identity points out of a,
-    // b_g1 and b_g2, so only the nonzero u_k and v_k make points.
-    let nonzero = |x: &Evaluated| -> Vec<Scalar> {
-        let mut out: Vec<Scalar> = x
-            .inputs
-            .par_iter()
-            .copied()
-            .filter(|s| !bool::from(s.is_zero()))
-            .collect();
-        out.par_extend(
-            x.aux
-                .par_iter()
-                .copied()
-                .filter(|s| !bool::from(s.is_zero())),
-        );
-        out
+/// As [`generate_with`], for a circuit given as parts ([`Parts`]: a prefix, then
+/// sub-circuits of one structure): the structure is recorded from the prefix and one part
+/// and the QAP evaluated part by part on all cores (`parts.rs`), instead of synthesizing
+/// the whole circuit on one thread. The parameters are the whole circuit's, byte for
+/// byte. `Ok(None)` when `parts` has fewer than 2 parts or cannot give its prefix alone:
+/// generate from the whole circuit then. `out` as for [`generate_in_domain`].
+///
+/// # Errors
+/// See [`ParamgenError`]; [`ParamgenError::Part`] and [`ParamgenError::PartsMismatch`]
+/// when the parts cannot be built or do not make one circuit of equal sub-circuits.
+pub fn generate_parts<P: Parts>(
+    parts: &P,
+    toxic: &ToxicWaste,
+    fbm: &dyn FixedBaseMul,
+    out: Option<&Path>,
+) -> Result<Option<Generated>, ParamgenError> {
+    let inv = Inverses::of(toxic)?;
+    let mut clock = Clock::start();
+    let Some(recorded) = record_parts_then_evaluate(parts, toxic.tau, &mut clock)? else {
+        return Ok(None);
     };
-    let a_scalars = nonzero(&u);
-    let b_scalars = nonzero(&v);
-    let ext = |u: &[Scalar], v: &[Scalar], w: &[Scalar], inv: Scalar| -> Vec<Scalar> {
-        u.par_iter()
-            .zip(v)
-            .zip(w)
-            .map(|((u, v), w)| (beta * u + alpha * v + w) * inv)
-            .collect()
-    };
-    let ic_scalars = ext(&u.inputs, &v.inputs, &w.inputs, gamma_inv);
-    let l_scalars = ext(&u.aux, &v.aux, &w.aux, delta_inv);
-    drop((u, v, w));
-    if ic_scalars.par_iter().any(|e| bool::from(e.is_zero())) {
-        // An input always has u ≠ 0 through its input·0 = 0 row, so this takes toxic
-        // waste that cancels it exactly.
-        return Err(ParamgenError::DegenerateTrapdoor(
-            "an input's query scalar is zero",
-        ));
+    tracing::warn!("drawing parameters from local toxic waste: for tests only");
+    finish(recorded, toxic, &inv, fbm, clock, out).map(Some)
+}
+
+/// A circuit's QAP at τ, the part of its parameters that depends on its structure:
+/// counts, and u_k(τ), v_k(τ), w_k(τ) of every variable k (inputs, `ONE` first, then aux;
+/// the `input_i · 0 = 0` rows included). Two circuits with equal [`Qap`]s at the same
+/// τ get identical parameters from the same toxic waste.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Qap {
+    /// Public inputs, `ONE` included.
+    pub n_inputs: usize,
+    /// Private variables.
+    pub n_aux: usize,
+    /// Rows: constraints and one per input.
+    pub n_rows: usize,
+    /// log2 of the evaluation domain.
+    pub lg_domain: u32,
+    /// u_k(τ) (A).
+    pub u: Vec<Scalar>,
+    /// v_k(τ) (B).
+    pub v: Vec<Scalar>,
+    /// w_k(τ) (C).
+    pub w: Vec<Scalar>,
+}
+
+impl Qap {
+    /// The QAP of `circuit` synthesized whole.
+    ///
+    /// # Errors
+    /// As [`generate_with`] before the fixed-base products.
+    pub fn of_circuit<C: Circuit<Scalar>>(circuit: C, tau: Scalar) -> Result<Qap, ParamgenError> {
+        record_then_evaluate(circuit, tau, &mut Clock::start()).map(Qap::from)
     }
-    if let Some(index) = l_scalars
-        .par_iter()
-        .position_first(|e| bool::from(e.is_zero()))
-    {
-        return Err(ParamgenError::UnconstrainedVariable { index });
+
+    /// The QAP of the circuit `parts` describes, from its prefix and one part; `Ok(None)`
+    /// as for [`generate_parts`].
+    ///
+    /// # Errors
+    /// As [`generate_parts`] before the fixed-base products.
+    pub fn of_parts<P: Parts>(parts: &P, tau: Scalar) -> Result<Option<Qap>, ParamgenError> {
+        Ok(record_parts_then_evaluate(parts, tau, &mut Clock::start())?.map(Qap::from))
     }
-    lap("qap", &mut stages);
+}
 
-    // One fixed-base run per query, each into its own vector (no splitting copies).
-    let mul_g1 = |scalars: Vec<Scalar>| fbm.mul_g1(g1, &scalars);
-    let h = match h {
-        Some(h) => h,
-        None => mul_g1(h_scalars(tau, delta_inv, lg))?,
-    };
-    debug_assert_eq!(h.len(), n - 1);
-    let a = mul_g1(a_scalars)?;
-    let b_g1 = fbm.mul_g1(g1, &b_scalars)?;
-    let ic = mul_g1(ic_scalars)?;
-    let l = mul_g1(l_scalars)?;
-    lap("msm_g1", &mut stages);
-    let fb_g1 = fbm.take_stages();
-    let b_g2 = fbm.mul_g2(g2, &b_scalars)?;
-    drop(b_scalars);
-    lap("msm_g2", &mut stages);
-    let fixed_base_stages = [fb_g1, fbm.take_stages()];
-    debug_assert_eq!(l.len(), n_aux);
-
-    let (g1, g2) = (g1.to_affine(), g2.to_affine());
-    let vk = VerifyingKey {
-        alpha_g1: (g1 * alpha).to_affine(),
-        beta_g1: (g1 * beta).to_affine(),
-        beta_g2: (g2 * beta).to_affine(),
-        gamma_g2: (g2 * gamma).to_affine(),
-        delta_g1: (g1 * delta).to_affine(),
-        delta_g2: (g2 * delta).to_affine(),
-        ic,
-    };
-    tracing::info!(
-        n_rows,
-        n_inputs,
-        n_aux,
-        lg_domain = lg,
-        n_a = a.len(),
-        n_b = b_g2.len(),
-        "parameters generated"
-    );
-    let srs = Srs {
-        path: Default::default(),
-        vk,
-        h,
-        l,
-        a,
-        b_g1,
-        b_g2,
-    };
-    Ok(Generated {
-        srs,
-        toxic: *toxic,
-        n_rows,
-        stages,
-        fixed_base_stages,
-    })
+impl From<Recorded> for Qap {
+    fn from(r: Recorded) -> Qap {
+        let [u, v, w] = r.uvw.map(|e| e.inputs.into_iter().chain(e.aux).collect());
+        Qap {
+            n_inputs: r.n_inputs,
+            n_aux: r.n_aux,
+            n_rows: r.n_rows,
+            lg_domain: r.lg,
+            u,
+            v,
+            w,
+        }
+    }
 }
 
 /// A recorded circuit's counts and its u, v, w at τ (and the h query when it was made
@@ -360,8 +335,6 @@ struct Recorded {
     uvw: [Evaluated; 3],
     h: Option<Vec<G1Affine>>,
 }
-
-type Lap<'a> = dyn FnMut(&'static str, &mut Vec<(&'static str, Duration)>) + 'a;
 
 /// `h_i = τ^i·t(τ)/δ` for i < n − 1, with t(τ) = τ^n − 1.
 fn h_scalars(tau: Scalar, delta_inv: Scalar, lg: u32) -> Vec<Scalar> {
@@ -387,17 +360,16 @@ fn domain_of(n_rows: usize) -> Result<u32, ParamgenError> {
 fn record_then_evaluate<C: Circuit<Scalar>>(
     circuit: C,
     tau: Scalar,
-    lap: &mut Lap<'_>,
-    stages: &mut Vec<(&'static str, Duration)>,
+    clock: &mut Clock,
 ) -> Result<Recorded, ParamgenError> {
     let mut cs = KeypairAssembly::default();
     cs.alloc_input(|| "ONE", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     cs.add_input_rows()?;
-    lap("synthesis", stages);
+    clock.lap("synthesis");
     let lg = domain_of(cs.n_constraints)?;
     let lagrange = lagrange_at(tau, lg)?;
-    lap("lagrange", stages);
+    clock.lap("lagrange");
     let a = std::mem::take(&mut cs.a);
     let u = cs.evaluate(a, &lagrange)?;
     let b = std::mem::take(&mut cs.b);
@@ -414,6 +386,33 @@ fn record_then_evaluate<C: Circuit<Scalar>>(
     })
 }
 
+/// Records `parts` from its prefix and one part (`parts.rs`), then evaluates every part's
+/// matrices on all cores; `Ok(None)` when it is not a circuit of parts.
+fn record_parts_then_evaluate<P: Parts>(
+    parts: &P,
+    tau: Scalar,
+    clock: &mut Clock,
+) -> Result<Option<Recorded>, ParamgenError> {
+    let Some(rec) = parts::record_parts(parts)? else {
+        return Ok(None);
+    };
+    clock.lap("synthesis");
+    let n_rows = rec.n_rows();
+    let lg = domain_of(n_rows)?;
+    let lagrange = lagrange_at(tau, lg)?;
+    clock.lap("lagrange");
+    let uvw = rec.evaluate(&lagrange);
+    let total = rec.layout.total();
+    Ok(Some(Recorded {
+        n_inputs: total.inputs,
+        n_aux: total.aux,
+        n_rows,
+        lg,
+        uvw,
+        h: None,
+    }))
+}
+
 /// Synthesizes `circuit` while three threads evaluate its matrices at τ from streamed
 /// terms and another computes the h query with `h` (the synthesis itself is one thread).
 fn record_while_evaluating<C, H>(
@@ -421,8 +420,7 @@ fn record_while_evaluating<C, H>(
     tau: Scalar,
     lg: u32,
     h: H,
-    lap: &mut Lap<'_>,
-    stages: &mut Vec<(&'static str, Duration)>,
+    clock: &mut Clock,
 ) -> Result<Recorded, ParamgenError>
 where
     C: Circuit<Scalar>,
@@ -435,7 +433,7 @@ where
         });
     }
     let lagrange = lagrange_at(tau, lg)?;
-    lap("lagrange", stages);
+    clock.lap("lagrange");
     let mismatch = |n_rows: u64| ParamgenError::DomainMismatch { n_rows, lg };
     let (synthesized, evaluated, h) = std::thread::scope(|s| {
         let h = s.spawn(move || h(lg));
@@ -470,7 +468,7 @@ where
         return Err(mismatch(n_rows as u64));
     }
     let h = h?;
-    lap("synthesis", stages);
+    clock.lap("synthesis");
     Ok(Recorded {
         n_inputs,
         n_aux,
@@ -506,16 +504,27 @@ mod tests {
         let toxic = ToxicWaste::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(3));
         let fb = CpuFixedBase::default();
         let plain = generate_with(c, &toxic, &fb).expect("plain");
-        let streamed = generate_in_domain(c, &toxic, &fb, Some(12)).expect("streamed");
+        let streamed = generate_in_domain(c, &toxic, &fb, Some(12), None).expect("streamed");
         assert_eq!(streamed.n_rows, plain.n_rows);
         assert!(
             bytes(&streamed.srs) == bytes(&plain.srs),
             "parameters differ"
         );
         let names: Vec<_> = streamed.stages.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["lagrange", "synthesis", "qap", "msm_g1", "msm_g2"]);
+        assert_eq!(
+            names,
+            [
+                "lagrange",
+                "synthesis",
+                "qap",
+                "fb_a",
+                "fb_b_g1",
+                "fb_b_g2",
+                "fb_l"
+            ]
+        );
         for lg in [11, 13] {
-            match generate_in_domain(c, &toxic, &fb, Some(lg)) {
+            match generate_in_domain(c, &toxic, &fb, Some(lg), None) {
                 Err(ParamgenError::DomainMismatch { lg: got, .. }) => assert_eq!(got, lg),
                 other => panic!("2^{lg}: expected a domain mismatch, got {other:?}"),
             }

@@ -6,12 +6,18 @@
 //! `--kind` form refuses the production directory unless `--i-know-these-are-test-params`
 //! is given. The query points are computed on the first GPU when there is one (`--cpu`
 //! forces the CPU). `--no-write` generates a synthetic circuit's parameters and drops
-//! them (a benchmark of the generation alone). The generator is
-//! `cuzk_groth16::paramgen`; this module parses flags and prints.
+//! them (a benchmark of the generation alone). Both forms print the wall time of each
+//! stage (recording the structure, Lagrange, QAP, each fixed-base product, save). A
+//! circuit given as parts (PoRep, PoSt, a synthetic circuit with `--parts` ≥ 2) is recorded
+//! from its prefix and one part; `--whole` records it whole on one thread (the older
+//! path, to compare: the files are byte-identical for one `--toxic-seed`). The generator
+//! is `cuzk_groth16::paramgen`; this module parses flags and prints.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
+use cuzk_filecoin::testgen::ParamsOptions;
 use cuzk_filecoin::{FilecoinKind, SectorSize};
 use cuzk_groth16::paramgen::{self, FixedBaseMul};
 use rand::SeedableRng;
@@ -33,7 +39,7 @@ pub struct Args {
     pub no_write: bool,
     /// A Filecoin proof kind instead of a synthetic circuit: porep, window-post,
     /// winning-post or snap.
-    #[arg(long, requires = "sector_size", conflicts_with_all = ["log_n", "toxic_seed"])]
+    #[arg(long, requires = "sector_size", conflicts_with = "log_n")]
     pub kind: Option<String>,
     /// Sector size of `--kind`: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
     #[arg(long, requires = "kind")]
@@ -52,6 +58,10 @@ pub struct Args {
     /// Seed for the toxic waste, for reproducible files (default: fresh OS randomness).
     #[arg(long)]
     pub toxic_seed: Option<u64>,
+    /// Record a circuit given as parts whole, on one thread, instead of from its prefix
+    /// and one part (the older path; same parameters, to compare).
+    #[arg(long)]
+    pub whole: bool,
     /// Window width of the fixed-base multiplication (default: chosen from the size).
     #[arg(long)]
     pub window_bits: Option<u32>,
@@ -69,21 +79,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let lg = args.circuit.log_n()?;
     let circuit = args.circuit.synthetic(lg)?;
-    // The synthetic circuit fills exactly 2^lg rows: the QAP evaluation and the h query
-    // run beside its synthesis.
     let toxic = match args.toxic_seed {
         Some(seed) => {
             paramgen::ToxicWaste::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(seed))
         }
         None => paramgen::ToxicWaste::random(&mut rand::thread_rng()),
     };
-    let g = paramgen::generate_in_domain(circuit, &toxic, fbm.as_ref(), Some(lg))
-        .context("generating parameters")?;
-    let t = std::time::Instant::now();
-    if let Some(out) = &out {
-        paramgen::save(&g.srs, out).with_context(|| format!("writing {}", out.display()))?;
-    }
-    let save = t.elapsed();
+    // Each query is written while the next is computed; "save" is the rest.
+    let from_parts = match args.whole {
+        true => None,
+        false => paramgen::generate_parts(&circuit, &toxic, fbm.as_ref(), out.as_deref())
+            .context("generating parameters from the circuit's parts")?,
+    };
+    let g = match from_parts {
+        Some(g) => g,
+        // The synthetic circuit fills exactly 2^lg rows: the QAP evaluation and the h
+        // query run beside its synthesis.
+        None => {
+            paramgen::generate_in_domain(circuit, &toxic, fbm.as_ref(), Some(lg), out.as_deref())
+                .context("generating parameters")?
+        }
+    };
 
     println!(
         "WARNING: test-only parameters: the toxic waste below was drawn here and forges proofs"
@@ -110,37 +126,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         g.srs.a.len(),
         g.srs.b_g1.len()
     );
-    println!("{:<10} {:>12}", "stage", "wall_ms");
-    let mut generation = std::time::Duration::ZERO;
-    for (name, wall) in &g.stages {
-        println!("{name:<10} {:>12.3}", wall.as_secs_f64() * 1e3);
-        generation += *wall;
-        // The fixed-base implementation's own breakdown (device kernels and transfers).
-        let sub = match *name {
-            "msm_g1" => &g.fixed_base_stages[0],
-            "msm_g2" => &g.fixed_base_stages[1],
-            _ => continue,
-        };
-        for (part, d) in sub {
-            println!("  {part:<14} {:>10.3}", d.as_secs_f64() * 1e3);
-        }
-    }
-    println!(
-        "{:<10} {:>12.3}",
-        "generation",
-        generation.as_secs_f64() * 1e3
-    );
+    let generation = print_stages(&g.stages, &g.fixed_base_stages);
+    println!("{:<10} {:>12.3}", "total", generation.as_secs_f64() * 1e3);
     match &out {
         Some(out) => {
-            println!("{:<10} {:>12.3}", "save", save.as_secs_f64() * 1e3);
-            let total = generation + save;
-            println!("{:<10} {:>12.3}", "total", total.as_secs_f64() * 1e3);
             let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
             println!("wrote {} ({size} bytes)", out.display());
         }
         None => println!("--no-write: nothing written; generation is the whole figure"),
     }
     Ok(())
+}
+
+/// Prints one line per stage with the fixed-base implementation's breakdown under the
+/// stages that ran products; returns the stages' sum.
+fn print_stages(
+    stages: &[(&'static str, Duration)],
+    fixed_base: &[(&'static str, Vec<(&'static str, Duration)>)],
+) -> Duration {
+    println!("{:<10} {:>12}", "stage", "wall_ms");
+    let mut sum = Duration::ZERO;
+    for (name, wall) in stages {
+        println!("{name:<10} {:>12.3}", wall.as_secs_f64() * 1e3);
+        sum += *wall;
+        let sub = fixed_base.iter().filter(|(s, _)| s == name);
+        for (part, d) in sub.flat_map(|(_, sub)| sub) {
+            println!("  {part:<14} {:>10.3}", d.as_secs_f64() * 1e3);
+        }
+    }
+    sum
 }
 
 /// `--kind K --sector-size S`: the kind's standard files, skipped when already present.
@@ -167,9 +181,26 @@ fn run_filecoin(args: &Args, kind: &str, fbm: &dyn FixedBaseMul) -> anyhow::Resu
     }
     println!("WARNING: test-only parameters (local toxic waste); never use them on a network");
     let t = std::time::Instant::now();
-    let path = cuzk_filecoin::testgen::gen_params_with(kind, size, &dir, fbm)
+    let opts = ParamsOptions {
+        toxic_seed: args.toxic_seed,
+        whole: args.whole,
+    };
+    let report = cuzk_filecoin::testgen::gen_params_report(kind, size, &dir, fbm, &opts)
         .with_context(|| format!("generating {kind} {size} parameters in {}", dir.display()))?;
+    let path = report.path;
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let (from_parts, n_rows) = match &report.made {
+        Some(made) => {
+            println!("fixed-base multiplication on {}", fbm.name());
+            let total = print_stages(&made.stages, &made.fixed_base_stages);
+            println!("{:<10} {:>12.3}", "total", total.as_secs_f64() * 1e3);
+            (Some(made.from_parts), Some(made.n_rows))
+        }
+        None => {
+            println!("{} is already there: nothing generated", path.display());
+            (None, None)
+        }
+    };
     println!(
         "{}",
         serde_json::json!({
@@ -178,6 +209,8 @@ fn run_filecoin(args: &Args, kind: &str, fbm: &dyn FixedBaseMul) -> anyhow::Resu
             "sector_size": size.to_string(),
             "circuit_id": cuzk_filecoin::circuit_id(kind, size),
             "fixed_base": fbm.name(),
+            "from_parts": from_parts,
+            "n_rows": n_rows,
             "path": path.display().to_string(),
             "bytes": bytes,
             "wall_ms": t.elapsed().as_millis() as u64,

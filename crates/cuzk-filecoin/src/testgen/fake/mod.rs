@@ -23,6 +23,8 @@ mod porep;
 mod post;
 mod snap;
 
+pub(super) use porep::structure_challenge;
+
 use std::io::Write as _;
 use std::path::Path;
 

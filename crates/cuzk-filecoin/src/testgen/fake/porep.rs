@@ -174,6 +174,23 @@ pub(super) fn vanilla<Tree: 'static + MerkleTreeTrait>(
     Ok((vanilla, public))
 }
 
+/// One fake challenge proof of a sector of `size` (random values of the true shape), for
+/// circuits whose structure alone is used: the blank PoRep circuit given as parts
+/// (`testgen/blank.rs`) is made of copies of its one-challenge circuit.
+pub(crate) fn structure_challenge<Tree: 'static + MerkleTreeTrait>(
+    pp: &stacked::PublicParams<Tree>,
+    size: SectorSize,
+) -> Result<Challenge<Tree>, TestgenError> {
+    let mut rng = item_rng(0, PART_CHALLENGE, 0);
+    let roots = Roots::<Tree> {
+        comm_d: random_domain(&mut rng),
+        comm_c: random_domain(&mut rng),
+        comm_r_last: random_domain(&mut rng),
+    };
+    let nodes = size.bytes() as usize / 32;
+    challenge_proof(pp, &TreeShape::of(size), &roots, 0, nodes, &mut rng)
+}
+
 /// The roots every challenge of the sector opens.
 struct Roots<Tree: MerkleTreeTrait> {
     comm_d: DefaultPieceDomain,
