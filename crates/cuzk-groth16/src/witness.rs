@@ -43,9 +43,10 @@ impl std::fmt::Display for Counts {
 }
 
 /// Collects the witness into growing vectors; constraints are counted, their closures
-/// never called.
-#[derive(Debug, Default)]
-pub(crate) struct WitnessCs {
+/// never called. Public so that a crate mirroring a circuit for its witness (cuzk-filecoin's
+/// native PoRep challenge) can compare the mirror with the gadgets on the same system.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct WitnessCs {
     pub(crate) inputs: Vec<Scalar>,
     pub(crate) aux: Vec<Scalar>,
     pub(crate) constraints: usize,
@@ -63,12 +64,54 @@ impl WitnessCs {
         }
     }
 
-    pub(crate) fn counts(&self) -> Counts {
+    /// An empty system holding `ONE` (the top-level form; `ConstraintSystem::new` is the
+    /// empty child form extensible circuits ask for).
+    pub fn with_one() -> WitnessCs {
+        WitnessCs::with_capacity(Counts::default())
+    }
+
+    /// `circuit` run witness-only on a fresh system.
+    ///
+    /// # Errors
+    /// The circuit's own error.
+    pub fn of<C: bellperson::Circuit<Scalar>>(
+        circuit: C,
+    ) -> Result<WitnessCs, bellperson::SynthesisError> {
+        let mut cs = WitnessCs::with_one();
+        circuit.synthesize(&mut cs)?;
+        Ok(cs)
+    }
+
+    /// The variable and constraint counts so far.
+    pub fn counts(&self) -> Counts {
         Counts {
             inputs: self.inputs.len(),
             aux: self.aux.len(),
             constraints: self.constraints,
         }
+    }
+
+    /// `None` when `self` and `other` hold the same witness and constraint count, else
+    /// where they first differ.
+    pub fn difference(&self, other: &WitnessCs) -> Option<String> {
+        if self.constraints != other.constraints {
+            return Some(format!(
+                "{} constraints against {}",
+                self.constraints, other.constraints
+            ));
+        }
+        for (what, x, y) in [
+            ("input", &self.inputs, &other.inputs),
+            ("aux", &self.aux, &other.aux),
+        ] {
+            if x.len() != y.len() {
+                return Some(format!("{} {what} values against {}", x.len(), y.len()));
+            }
+            if let Some(i) = x.iter().zip(y).position(|(a, b)| a != b) {
+                return Some(format!("{what} {i} of {} differs", x.len()));
+            }
+        }
+        None
     }
 }
 

@@ -13,10 +13,10 @@
 pub(crate) mod bits;
 pub(crate) mod challenge;
 pub(crate) mod sha256;
-mod witness;
 
 pub(crate) use challenge::NativeChallenge;
-pub(crate) use witness::Collected;
+/// The witness-only system a mirror is compared on: cuzk-groth16's own.
+pub(crate) use cuzk_groth16::witness::WitnessCs as Collected;
 
 #[cfg(test)]
 mod tests;

@@ -28,7 +28,7 @@ fn message(rng: &mut ChaCha8Rng, n_bytes: usize, kinds: &[Kind]) -> Vec<(Kind, b
 }
 
 fn through_gadget(msg: &[(Kind, bool)]) -> Result<(Collected, Vec<Bit>), SynthesisError> {
-    let mut cs = Collected::new();
+    let mut cs = Collected::with_one();
     let mut bits = Vec::with_capacity(msg.len());
     for &(kind, v) in msg {
         bits.push(match kind {
@@ -43,7 +43,7 @@ fn through_gadget(msg: &[(Kind, bool)]) -> Result<(Collected, Vec<Bit>), Synthes
 }
 
 fn through_native(msg: &[(Kind, bool)]) -> Result<(Collected, Vec<Bit>), SynthesisError> {
-    let mut cs = Collected::new();
+    let mut cs = Collected::with_one();
     let mut bits = Vec::with_capacity(msg.len());
     for &(kind, v) in msg {
         bits.push(match kind {
@@ -100,7 +100,7 @@ fn sha256_mirror_is_the_gadget_bit_for_bit() {
 /// A message that is not whole bytes is refused, not hashed (the gadget asserts).
 #[test]
 fn sha256_mirror_refuses_a_partial_byte() {
-    let mut cs = Collected::new();
+    let mut cs = Collected::with_one();
     let err = sha256(&mut cs, &[Bit::Const(true); 7]).expect_err("7 bits");
     assert!(matches!(err, SynthesisError::Unsatisfiable), "{err:?}");
 }

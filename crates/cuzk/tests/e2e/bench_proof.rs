@@ -43,11 +43,8 @@ fn param_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-bench-filecoin-params")
 }
 
-#[test]
-fn bench_batch_proves_a_fake_2kib_request_twice_and_reports_the_run() {
-    let dir = std::env::temp_dir().join(format!("cuzk-bench-proof-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
+/// The 2 KiB WindowPoSt test parameters in [`param_dir`], made on the CPU.
+fn wpost_2k_params() -> PathBuf {
     let params = param_dir();
     stdout_of(
         &cuzk(&[
@@ -63,6 +60,15 @@ fn bench_batch_proves_a_fake_2kib_request_twice_and_reports_the_run() {
         ]),
         "gen params",
     );
+    params
+}
+
+#[test]
+fn bench_batch_proves_a_fake_2kib_request_twice_and_reports_the_run() {
+    let dir = std::env::temp_dir().join(format!("cuzk-bench-proof-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let params = wpost_2k_params();
 
     let req = dir.join("fake-wpost-2k.cuzkreq");
     let gen = json_line(&stdout_of(
@@ -154,21 +160,7 @@ fn bench_batch_checks_a_real_sectors_proofs_with_filecoin_proofs() {
     let dir = std::env::temp_dir().join(format!("cuzk-bench-real-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let params = param_dir();
-    stdout_of(
-        &cuzk(&[
-            "gen",
-            "params",
-            "--kind",
-            "window-post",
-            "--sector-size",
-            "2KiB",
-            "--dir",
-            s(&params),
-            "--cpu",
-        ]),
-        "gen params",
-    );
+    let params = wpost_2k_params();
     let sector = dir.join("sector");
     let sealed = Command::new(env!("CARGO_BIN_EXE_cuzk"))
         .args([
