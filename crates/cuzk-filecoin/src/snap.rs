@@ -48,6 +48,23 @@ pub struct SnapDealsProof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     fake: bool,
 }
 
+/// The request's sector size and update configuration, checked against its registered
+/// proof.
+fn update_config(req: &ProofRequest) -> Result<(SectorSize, SectorUpdateConfig), KindError> {
+    let reg = Registered::from_abi(FilecoinKind::SnapDeals, req.registered_proof)?;
+    let Registered::Update(registered) = reg else {
+        return Err(KindError::Other(
+            "registered proof is not an update proof".into(),
+        ));
+    };
+    let size = reg.sector_size();
+    check_sector_size(req.sector_size, size)?;
+    Ok((
+        size,
+        SectorUpdateConfig::from_porep_config(&registered.as_v1_config()),
+    ))
+}
+
 /// Parses a SnapDeals request.
 ///
 /// # Errors
@@ -58,15 +75,7 @@ pub fn parse(
     req: &ProofRequest,
     opts: crate::ParseOptions,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
-    let reg = Registered::from_abi(FilecoinKind::SnapDeals, req.registered_proof)?;
-    let Registered::Update(registered) = reg else {
-        return Err(KindError::Other(
-            "registered proof is not an update proof".into(),
-        ));
-    };
-    let size = reg.sector_size();
-    check_sector_size(req.sector_size, size)?;
-    let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
+    let (size, config) = update_config(req)?;
     with_tree!(size, boxed, size, config, req, opts)
 }
 
@@ -141,15 +150,7 @@ pub fn check_mirror(
             }
         }
     }
-    let reg = Registered::from_abi(FilecoinKind::SnapDeals, req.registered_proof)?;
-    let Registered::Update(registered) = reg else {
-        return Err(KindError::Other(
-            "registered proof is not an update proof".into(),
-        ));
-    };
-    let size = reg.sector_size();
-    check_sector_size(req.sector_size, size)?;
-    let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
+    let (size, config) = update_config(req)?;
     with_tree!(size, of, size, config, req, opts, partition_idx, check)
 }
 

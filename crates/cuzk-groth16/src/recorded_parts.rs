@@ -294,17 +294,8 @@ pub fn compare_recordings<C: Circuit<Scalar>, P: Parts>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::synthetic::parts::parted;
     use crate::synthetic::{SyntheticCircuit, SyntheticShape};
-
-    fn parted(lg: u32, parts: usize, inputs: Option<usize>) -> SyntheticCircuit {
-        let shape = SyntheticShape {
-            parts,
-            n_inputs: inputs,
-            b_input_fraction: 0.25,
-            ..SyntheticShape::default()
-        };
-        SyntheticCircuit::with_log_n(lg, 5, shape).expect("valid size")
-    }
 
     /// The recording made from the prefix and one part is the whole circuit's recording,
     /// matrices, coefficient table and densities, for several part counts, with and

@@ -11,6 +11,7 @@
 
 mod decode;
 mod layout;
+pub(crate) mod sections;
 mod write;
 
 use std::fs::File;
@@ -269,7 +270,7 @@ impl Srs {
     /// # Errors
     /// [`SrsError::Io`] when the file cannot be written.
     pub fn save(&self, path: &Path) -> Result<(), SrsError> {
-        write::save(self, path)
+        sections::save(self, path)
     }
 
     /// Writes the parameters in bellperson's `Parameters::write` layout.

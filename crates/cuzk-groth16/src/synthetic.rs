@@ -301,7 +301,7 @@ enum Pieces {
 
 // The circuit as its prefix and parts.
 #[path = "synthetic_parts.rs"]
-mod parts;
+pub(crate) mod parts;
 pub use parts::SyntheticPart;
 
 /// Recent variables kept as operand candidates.

@@ -46,3 +46,16 @@ impl Parts for SyntheticCircuit {
         }))
     }
 }
+
+/// The circuit the recording and parameter tests split: 2^`lg` rows as `parts` parts, seed
+/// 5, `inputs` public inputs (the shape's default when `None`), a quarter of them in B.
+#[cfg(test)]
+pub(crate) fn parted(lg: u32, parts: usize, inputs: Option<usize>) -> SyntheticCircuit {
+    let shape = super::SyntheticShape {
+        parts,
+        n_inputs: inputs,
+        b_input_fraction: 0.25,
+        ..super::SyntheticShape::default()
+    };
+    SyntheticCircuit::with_log_n(lg, 5, shape).expect("valid size")
+}

@@ -21,7 +21,6 @@ mod fixed_base;
 mod lagrange;
 mod parts;
 mod queries;
-mod save;
 
 use std::path::Path;
 use std::time::Duration;
@@ -39,7 +38,6 @@ use queries::{finish, Clock, Inverses};
 
 pub use fixed_base::{CpuFixedBase, FixedBaseError, FixedBaseMul};
 pub use lagrange::{lagrange_at, omega};
-pub use save::save;
 
 /// The secrets behind a set of parameters. Anyone holding them can forge proofs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -263,18 +263,9 @@ fn split_parts(mut rest: &mut [Scalar], len: usize, n: usize) -> Vec<&mut [Scala
 mod tests {
     use super::super::{generate_parts, generate_with, CpuFixedBase, Qap, ToxicWaste};
     use super::*;
+    use crate::synthetic::parts::parted;
     use crate::synthetic::{SyntheticCircuit, SyntheticShape};
     use rand_chacha::rand_core::SeedableRng;
-
-    fn parted(lg: u32, parts: usize, inputs: Option<usize>) -> SyntheticCircuit {
-        let shape = SyntheticShape {
-            parts,
-            n_inputs: inputs,
-            b_input_fraction: 0.25,
-            ..SyntheticShape::default()
-        };
-        SyntheticCircuit::with_log_n(lg, 5, shape).expect("valid size")
-    }
 
     fn tau(seed: u64) -> Scalar {
         Scalar::random(rand_chacha::ChaCha20Rng::seed_from_u64(seed))

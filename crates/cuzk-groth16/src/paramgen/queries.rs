@@ -1,7 +1,7 @@
 //! From a recorded QAP to the parameters: the query scalars (ic, l from β·u + α·v + w;
 //! a and b from the nonzero u and v), one fixed-base product per query (each its own
 //! stage), the verifying key, and, when given a file, each query written into its section
-//! while the next is computed (`save.rs`'s `SectionFile`). The recording and the QAP
+//! while the next is computed (`srs/sections.rs`'s `SectionFile`). The recording and the QAP
 //! evaluation are `mod.rs`'s and `parts.rs`'s.
 
 use std::path::Path;
@@ -13,9 +13,10 @@ use ff::Field;
 use group::Curve;
 use rayon::prelude::*;
 
+use crate::srs::sections;
+
 use super::{
-    h_scalars, joined, save, Evaluated, FixedBaseMul, Generated, ParamgenError, Recorded,
-    ToxicWaste,
+    h_scalars, joined, Evaluated, FixedBaseMul, Generated, ParamgenError, Recorded, ToxicWaste,
 };
 use crate::{Scalar, Srs, SrsError, VerifyingKey};
 
@@ -153,7 +154,7 @@ pub(super) fn finish(
         b_scalars.len(),
     ];
     let file = match out {
-        Some(path) => Some(save::SectionFile::create(path, &vk, counts)?),
+        Some(path) => Some(sections::SectionFile::create(path, &vk, counts)?),
         None => None,
     };
     let (g1, g2) = (G1Projective::from(g1), G2Projective::from(g2));
@@ -182,14 +183,14 @@ pub(super) fn finish(
             }
         });
         debug_assert_eq!(h.len(), n - 1);
-        send(Product::G1(save::Section::H, h.clone()));
+        send(Product::G1(sections::Section::H, h.clone()));
         let a = Arc::new(fbm.mul_g1(g1, &a_scalars)?);
         drop(a_scalars);
         product("fb_a", &mut clock);
-        send(Product::G1(save::Section::A, a.clone()));
+        send(Product::G1(sections::Section::A, a.clone()));
         let b_g1 = Arc::new(fbm.mul_g1(g1, &b_scalars)?);
         product("fb_b_g1", &mut clock);
-        send(Product::G1(save::Section::BG1, b_g1.clone()));
+        send(Product::G1(sections::Section::BG1, b_g1.clone()));
         let b_g2 = Arc::new(fbm.mul_g2(g2, &b_scalars)?);
         drop(b_scalars);
         product("fb_b_g2", &mut clock);
@@ -197,7 +198,7 @@ pub(super) fn finish(
         let l = Arc::new(fbm.mul_g1(g1, &l_scalars)?);
         drop(l_scalars);
         product("fb_l", &mut clock);
-        send(Product::G1(save::Section::L, l.clone()));
+        send(Product::G1(sections::Section::L, l.clone()));
         drop(tx);
         if let Some(w) = writer {
             joined(w.join())?;
@@ -250,19 +251,21 @@ pub(super) fn finish(
 
 /// A fixed-base product on its way to the file.
 enum Product {
-    G1(save::Section, Arc<Vec<G1Affine>>),
+    G1(sections::Section, Arc<Vec<G1Affine>>),
     G2(Arc<Vec<G2Affine>>),
 }
 
 /// Writes each product into its section of `file` as it arrives.
 fn write_products(
-    file: &save::SectionFile,
+    file: &sections::SectionFile,
     rx: std::sync::mpsc::Receiver<Product>,
 ) -> Result<(), SrsError> {
     for p in rx {
         match p {
-            Product::G1(section, points) => file.write(section, save::Points::G1(&points))?,
-            Product::G2(points) => file.write(save::Section::BG2, save::Points::G2(&points))?,
+            Product::G1(section, points) => file.write(section, sections::Points::G1(&points))?,
+            Product::G2(points) => {
+                file.write(sections::Section::BG2, sections::Points::G2(&points))?
+            }
         }
     }
     Ok(())

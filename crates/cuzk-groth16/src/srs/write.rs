@@ -1,44 +1,17 @@
-//! Writing an [`Srs`] in bellperson's `Parameters::write` layout: the verifying key, then
-//! h, l, a, b_g1, b_g2, each behind a big-endian u32 count, points uncompressed. Points
-//! are serialized in parallel chunks and written in order.
+//! Writing an [`Srs`] to any writer in bellperson's `Parameters::write` layout: the
+//! verifying key, then h, l, a, b_g1, b_g2, each behind a big-endian u32 count, points
+//! uncompressed. Points are serialized in parallel chunks and written in order. Files are
+//! written by `sections.rs` (positioned writes, the same bytes).
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::io::{self, Write};
 
 use blstrs::{G1Affine, G2Affine};
 use rayon::prelude::*;
 
-use super::{Srs, SrsError};
+use super::Srs;
 
 /// Points serialized per parallel batch before being written.
 const POINTS_PER_BATCH: usize = 1 << 16;
-
-pub(super) fn save(srs: &Srs, path: &Path) -> Result<(), SrsError> {
-    let io_err = |source| SrsError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut tmp_name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| {
-        let file = File::create(&tmp)?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        write_to(srs, &mut w)?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        // Best effort: the temporary file is ours and useless after a failed write.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io_err)
-}
 
 pub(super) fn write_to<W: Write>(srs: &Srs, mut w: W) -> io::Result<()> {
     srs.vk.write(&mut w)?;

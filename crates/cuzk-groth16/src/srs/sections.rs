@@ -1,11 +1,12 @@
-//! Writing fresh parameters fast: the same bytes as [`Srs::save`] (bellperson's
-//! `Parameters::write` layout: the verifying key, then h, l, a, b_g1, b_g2, each behind a
-//! big-endian u32 count, points uncompressed), but every batch of points is serialized and
-//! written at its own offset by positioned writes on all cores, so serialization and the
-//! kernel's copying into the page cache overlap instead of alternating with one writer.
-//! Like [`Srs::save`] it writes a temporary file beside `path`, syncs it and renames it.
-//! The sections' offsets follow from the verifying key and the counts alone, so the
-//! generator writes each section while it computes the next ([`SectionFile`]).
+//! Writing a parameters file fast ([`Srs::save`], and the parameter generator while it
+//! computes): the same bytes as [`Srs::write_to`] (bellperson's `Parameters::write` layout:
+//! the verifying key, then h, l, a, b_g1, b_g2, each behind a big-endian u32 count, points
+//! uncompressed), but every batch of points is serialized and written at its own offset by
+//! positioned writes on all cores, so serialization and the kernel's copying into the page
+//! cache overlap instead of alternating with one writer. It writes a temporary file beside
+//! `path`, syncs it and renames it. The sections' offsets follow from the verifying key and
+//! the counts alone, so the generator writes each section while it computes the next
+//! ([`SectionFile`]).
 
 use std::fs::File;
 use std::io;
@@ -21,7 +22,7 @@ use crate::{Srs, SrsError};
 const POINTS_PER_TASK: usize = 1 << 15;
 
 /// One section's points.
-pub(super) enum Points<'a> {
+pub(crate) enum Points<'a> {
     G1(&'a [G1Affine]),
     G2(&'a [G2Affine]),
 }
@@ -64,7 +65,7 @@ impl Points<'_> {
 /// # Errors
 /// [`SrsError::Io`] naming `path` when a write fails or a section has more than 2^32 − 1
 /// points; the temporary file is removed then.
-pub fn save(srs: &Srs, path: &Path) -> Result<(), SrsError> {
+pub(super) fn save(srs: &Srs, path: &Path) -> Result<(), SrsError> {
     let counts = [
         srs.h.len(),
         srs.l.len(),
@@ -91,7 +92,7 @@ pub fn save(srs: &Srs, path: &Path) -> Result<(), SrsError> {
 
 /// The point sections of a parameters file, in file order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Section {
+pub(crate) enum Section {
     H = 0,
     L = 1,
     A = 2,
@@ -103,7 +104,7 @@ pub(super) enum Section {
 /// once the verifying key and every section's count are known: the offsets follow from
 /// them. A temporary file beside the destination until [`SectionFile::finish`] syncs and
 /// renames it.
-pub(super) struct SectionFile {
+pub(crate) struct SectionFile {
     file: File,
     tmp: PathBuf,
     path: PathBuf,
