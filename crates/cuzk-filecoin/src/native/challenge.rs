@@ -2,16 +2,19 @@
 //! one challenge's vanilla proof: the prefix of `stacked/circuit/proof.rs`, then
 //! `params.rs`' `Proof::synthesize`), mirrored for the witness only. Its SHA-256 parts —
 //! the eleven labels (`create_label.rs`) and tree D's inclusion path (`Sha256Hasher`'s
-//! `hash_multi_leaf_circuit`) — go through [`super::sha256`]; everything else (the prefix,
-//! the Poseidon column hashes, trees C and R, `insert`, `encode`, `UInt64`, the packed
-//! inputs) runs the real public gadgets on the same system, so it is exact by
-//! construction. The result allocates what the real circuit allocates, in the same order
-//! with the same values, and counts its constraints: a witness-only system cannot tell
-//! them apart (`native/tests.rs`), and nothing else may run it.
+//! `hash_multi_leaf_circuit`) — go through [`super::sha256`]; its Poseidon parts — the
+//! prefix's `comm_r` check, the column hashes and the inclusion paths in trees C and R —
+//! through [`super::poseidon`] and [`super::por`]; everything else (the prefix's bits,
+//! `insert`, `encode`, `UInt64`, the packed inputs) runs the real public gadgets on the same
+//! system, so it is exact by construction. The result allocates what the real circuit
+//! allocates, in the same order with the same values, and counts its constraints: a
+//! witness-only system cannot tell them apart (`native/tests.rs`), and nothing else may
+//! run it.
 //!
-//! On a request whose vanilla proofs were verified (`check_values`), the mirror's SHA-256
-//! results are also checked where the proof states them: the tree-D root is comm_d and
-//! each layer's label is the challenged column's row. A mirror that computed a wrong value
+//! On a request whose vanilla proofs were verified (`check_values`), the mirror's hashes
+//! are also checked where the proof states them: the tree-D root is comm_d, each layer's
+//! label is the challenged column's row, `H(comm_c ‖ comm_r_last)` is comm_r and the roots
+//! of trees C and R are comm_c and comm_r_last. A mirror that computed a wrong value
 //! then fails the partition instead of giving a witness that cannot prove. Fakes skip it.
 //!
 //! Two fields of the vanilla proof have no public accessor (a column proof's inclusion
@@ -22,18 +25,17 @@ use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
-use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
+use filecoin_hashers::poseidon::PoseidonHasher;
+use filecoin_hashers::{Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait};
-use storage_proofs_core::gadgets::por::PoRCircuit;
+use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_core::gadgets::{constraint, encode::encode, insertion::insert};
-use storage_proofs_core::gadgets::{uint64::UInt64, variables::Root};
-use storage_proofs_core::merkle::{DiskStore, MerkleProofTrait, MerkleTreeWrapper};
+use storage_proofs_core::merkle::MerkleProofTrait;
 
 use super::bits::{num_to_bits_le, pack_bits, reverse_bit_numbering, Bit, CAPACITY};
+use super::por::{poseidon_inclusion, Path};
+use super::poseidon::poseidon_hash;
 use super::sha256::{sha256, Word};
-
-/// A Merkle path as circuits take it: per level, the siblings and the index.
-type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;
 
 /// Labels hash this many parents (`stacked::TOTAL_PARENTS`): 6 DRG and 8 expander
 /// parents repeated, or the 6 DRG parents repeated on layer 1.
@@ -60,6 +62,12 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeChallenge<Tree> {
             proof,
             check_values,
         } = self;
+        if <Tree::Hasher as Hasher>::name() != PoseidonHasher::name() {
+            return Err(malformed(format!(
+                "trees C and R hashed with {}, not Poseidon",
+                <Tree::Hasher as Hasher>::name()
+            )));
+        }
         // The prefix, as `StackedCircuit::synthesize` allocates it.
         let replica_id = AllocatedNum::alloc(&mut *cs, || Ok(replica_id.into()))?;
         replica_id.inputize(&mut *cs)?;
@@ -69,8 +77,15 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeChallenge<Tree> {
         let comm_r = alloc_input(cs, comm_r.map(Into::into))?;
         let comm_r_last = AllocatedNum::alloc(&mut *cs, || Ok(proof.comm_r_last().into()))?;
         let comm_c = AllocatedNum::alloc(&mut *cs, || Ok(proof.comm_c().into()))?;
-        let hash =
-            <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+        // `hash2_circuit` of the tree's hasher, Poseidon (checked above).
+        let hash = poseidon_hash(
+            cs,
+            &[value(&comm_c)?, value(&comm_r_last)?],
+            &*POSEIDON_CONSTANTS_2,
+        )?;
+        if check_values && hash.get_value() != comm_r.get_value() {
+            return Err(wrong("its H(comm_c ‖ comm_r_last) is not comm_r".into()));
+        }
         constraint::equal(cs, || "comm_r", &comm_r, &hash);
 
         let replica_id_bits = replica_id_bits
@@ -129,8 +144,9 @@ fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
                 .iter()
                 .map(|&r| AllocatedNum::alloc(&mut *cs, || Ok(r)))
                 .collect::<Result<Vec<_>, _>>()?;
-            let hash = hash_column(&mut *cs, &column)?;
-            inclusion::<Tree, CS>(cs, path, &roots.comm_c, &hash)?;
+            let hash = hash_column(&mut *cs, &rows)?;
+            let root = poseidon_inclusion::<Tree, CS>(cs, path, &hash, &roots.comm_c)?;
+            check_root(check_values, &root, &roots.comm_c, "comm_c")?;
             out.push(column);
         }
         Ok(out)
@@ -191,13 +207,15 @@ fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
         .last()
         .ok_or_else(|| malformed("a challenge without labeling proofs".into()))?;
     let encoded = encode(&mut *cs, key, &data_leaf)?;
-    inclusion::<Tree, CS>(
+    let root = poseidon_inclusion::<Tree, CS>(
         cs,
         proof.comm_r_last_proof.as_options(),
-        &roots.comm_r_last,
         &encoded,
+        &roots.comm_r_last,
     )?;
-    let column_hash = hash_column(&mut *cs, &labels)?;
+    check_root(check_values, &root, &roots.comm_r_last, "comm_r_last")?;
+    let label_values = labels.iter().map(value).collect::<Result<Vec<_>, _>>()?;
+    let column_hash = hash_column(&mut *cs, &label_values)?;
     let (c_x_rows, c_x_path) = open_column::<Tree>(&columns.c_x)?;
     if check_values {
         let computed = labels.iter().map(AllocatedNum::get_value);
@@ -208,7 +226,21 @@ fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
             )));
         }
     }
-    inclusion::<Tree, CS>(cs, c_x_path, &roots.comm_c, &column_hash)
+    let root = poseidon_inclusion::<Tree, CS>(cs, c_x_path, &column_hash, &roots.comm_c)?;
+    check_root(check_values, &root, &roots.comm_c, "comm_c")
+}
+
+/// On a verified proof (`check`), a tree root the mirror computes must be the commitment.
+fn check_root(
+    check: bool,
+    computed: &AllocatedNum<Fr>,
+    commitment: &AllocatedNum<Fr>,
+    name: &str,
+) -> Result<(), SynthesisError> {
+    if check && computed.get_value() != commitment.get_value() {
+        return Err(wrong(format!("a tree root it computes is not {name}")));
+    }
+    Ok(())
 }
 
 /// `AllocatedNum::alloc` then `inputize`, as the prefix makes comm_d and comm_r.
@@ -306,41 +338,21 @@ fn hash_nodes<CS: ConstraintSystem<Fr>>(
     pack_bits(cs, &digest[..CAPACITY])
 }
 
-/// `enforce_inclusion` of `params.rs` for trees C and R: the real Poseidon `PoRCircuit`
-/// with a private root.
-fn inclusion<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
-    cs: &mut CS,
-    path: Path,
-    root: &AllocatedNum<Fr>,
-    leaf: &AllocatedNum<Fr>,
-) -> Result<(), SynthesisError> {
-    type Wrapper<T> = MerkleTreeWrapper<
-        <T as MerkleTreeTrait>::Hasher,
-        DiskStore<<<T as MerkleTreeTrait>::Hasher as Hasher>::Domain>,
-        <T as MerkleTreeTrait>::Arity,
-        <T as MerkleTreeTrait>::SubTreeArity,
-        <T as MerkleTreeTrait>::TopTreeArity,
-    >;
-    PoRCircuit::<Wrapper<Tree>>::synthesize(
-        &mut *cs,
-        Root::Var(leaf.clone()),
-        path.into(),
-        Root::Var(root.clone()),
-        true,
-    )
-}
-
 /// `hash_single_column`: the Poseidon hash of a column of 2 or 11 rows.
 fn hash_column<CS: ConstraintSystem<Fr>>(
-    cs: CS,
-    column: &[AllocatedNum<Fr>],
+    cs: &mut CS,
+    rows: &[Fr],
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {
-    use neptune::circuit::poseidon_hash;
-    match column.len() {
-        2 => poseidon_hash(cs, column.to_vec(), &*POSEIDON_CONSTANTS_2),
-        11 => poseidon_hash(cs, column.to_vec(), &*POSEIDON_CONSTANTS_11),
+    match rows.len() {
+        2 => poseidon_hash(cs, rows, &*POSEIDON_CONSTANTS_2),
+        11 => poseidon_hash(cs, rows, &*POSEIDON_CONSTANTS_11),
         n => Err(malformed(format!("a column of {n} rows (2 or 11 hash)"))),
     }
+}
+
+/// An allocated number's value.
+fn value(num: &AllocatedNum<Fr>) -> Result<Fr, SynthesisError> {
+    num.get_value().ok_or(SynthesisError::AssignmentMissing)
 }
 
 type TreeProof<Tree> = storage_proofs_core::merkle::MerkleProof<
@@ -391,7 +403,7 @@ fn wrong(what: String) -> SynthesisError {
 
 /// A vanilla proof of another shape than the circuit's: the real circuit would panic on
 /// an assert; here it is an error naming what is wrong.
-fn malformed(what: String) -> SynthesisError {
+pub(crate) fn malformed(what: String) -> SynthesisError {
     SynthesisError::IoError(std::io::Error::other(format!(
         "native porep witness: {what}"
     )))

@@ -7,11 +7,15 @@
 //!
 //! - `bits.rs`: [`bits::Bit`] (a `Boolean` without its variable) and the bit helpers.
 //! - `sha256.rs`: bellperson 0.27's SHA-256 gadget.
+//! - `poseidon.rs`: neptune 11's legacy Poseidon gadget (columns, trees C and R).
+//! - `por.rs`: storage-proofs' `PoRCircuit` over a Poseidon tree (trees C and R).
 //! - `challenge.rs`: storage-proofs-porep 19.1's one-challenge PoRep circuit, its SHA-256
-//!   parts native and its Poseidon parts through the real gadgets.
+//!   and Poseidon hashes native, the rest through the real gadgets.
 
 pub(crate) mod bits;
 pub(crate) mod challenge;
+pub(crate) mod por;
+pub(crate) mod poseidon;
 pub(crate) mod sha256;
 
 pub(crate) use challenge::NativeChallenge;

@@ -163,4 +163,35 @@ mod tests {
             "{err}"
         );
     }
+
+    /// The Poseidon half of the check: a fake's `comm_r` is `H(comm_c ‖ comm_r_last)` as a
+    /// real one is, so a checked run with another comm_r is refused there, by name, before
+    /// any SHA-256 check; the unchecked run goes on. See: #17.
+    #[test]
+    fn a_checked_native_witness_refuses_a_comm_r_its_poseidon_contradicts() {
+        use filecoin_hashers::Domain;
+        use rand::SeedableRng;
+        let fake = FakeRequest::generate(FilecoinKind::PoRep, SectorSize::S2KiB, 5).expect("fake");
+        let opts = ParseOptions { fake_ok: true };
+        let (meta, vanilla, _) =
+            read_c1(&fake.request, &crate::default_param_dir(), opts).expect("its C1 output");
+        let VanillaSealProof::StackedDrg2KiBV1(proofs) = vanilla else {
+            panic!("a 2 KiB request gives 2 KiB proofs");
+        };
+        let proof = PoRepC2::new(meta, proofs).expect("parses");
+        let tau = proof.pub_inputs.tau.as_ref();
+        let other = Domain::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(5));
+        let native = |comm_r, check_values| NativeChallenge {
+            replica_id: proof.pub_inputs.replica_id,
+            comm_d: tau.map(|t| t.comm_d),
+            comm_r,
+            proof: proof.vanilla_proofs[0][0].clone(),
+            check_values,
+        };
+        assert!(Collected::of(native(Some(other), false)).is_ok());
+        let err = Collected::of(native(Some(other), true)).expect_err("another comm_r");
+        assert!(err.to_string().contains("is not comm_r"), "{err}");
+        let err = Collected::of(native(tau.map(|t| t.comm_r), true)).expect_err("random data");
+        assert!(err.to_string().contains("tree-D root"), "{err}");
+    }
 }
