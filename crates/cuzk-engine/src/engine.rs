@@ -465,7 +465,7 @@ impl Engine {
             uptime: self.shared.started.elapsed(),
             queued_payload_bytes: st.active_payload_bytes,
             memory_reserved_bytes: st.reserved_bytes,
-            memory_limit_bytes: self.shared.cfg.host_memory_budget_bytes,
+            memory_limit_bytes: self.shared.partition_budget(),
             accepting: st.accepting,
         };
         drop(st);
