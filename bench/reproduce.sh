@@ -212,6 +212,12 @@ part_params32() {
   ls -la /tmp/p32 | tee -a "$OUT/params-porep-32g.log"
 }
 
+# A batch's output without blank lines and log lines, but with the engine's note of the
+# shape it recorded when it preloaded the SRS (the time the first proof no longer waits).
+quiet() {
+  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /recorded at preload|not recorded at preload/)'
+}
+
 # Host memory in use every 5 s into $1, until killed: run it in the background (`memwatch
 # F & w=$!`), not in a command substitution, which would wait for it. A run that the kernel
 # kills for memory leaves its curve.
@@ -229,7 +235,7 @@ part_batch32() {
   watch=$!
   timeout -k 10 "${BATCH32_TIMEOUT:-580}" "$bin" bench batch --kind porep --request "$FAKE32" --fake \
     --count "$n" --concurrency "$n" --param-dir /tmp/p32 --timeline "$OUT/timeline-porep-32g.svg" \
-    2>&1 | grep -vE '^\s*$|INFO' | cut -c1-3000 | tee "$OUT/batch-porep-32g.log"
+    2>&1 | quiet | cut -c1-3000 | tee "$OUT/batch-porep-32g.log"
   kill "$watch" 2>/dev/null
   free -g | tee -a "$OUT/batch-porep-32g.log"
   echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-porep-32g.log" | tail -1)"
@@ -263,7 +269,7 @@ part_load2k() {
   timeout -k 10 240 "$bin" bench batch --kind porep --sector /tmp/cuzk-sector-interactive \
     --count "${LOAD2K_COUNT:-32}" --concurrency "${LOAD2K_CONCURRENCY:-16}" --param-dir "$pd" \
     --timeline "$OUT/timeline-porep-2k.svg" 2>&1 |
-    grep -vE '^\s*$|INFO|WARN' | cut -c1-2000 | tee "$OUT/batch-porep-2k.log"
+    quiet | cut -c1-2000 | tee "$OUT/batch-porep-2k.log"
 }
 
 part_wpost32() {
@@ -276,7 +282,7 @@ part_wpost32() {
     tee "$OUT/params-wpost-32g.log"
   t "one 32 GiB WindowPoSt proof, latency from request to proof"
   timeout -k 10 "${WPOST32_TIMEOUT:-240}" "$bin" bench batch --kind window-post --request "$req" --fake \
-    --count 2 --concurrency 1 --param-dir /tmp/pw32 2>&1 | grep -vE '^\s*$|INFO' |
+    --count 2 --concurrency 1 --param-dir /tmp/pw32 2>&1 | quiet |
     cut -c1-3000 | tee "$OUT/batch-wpost-32g.log"
 }
 

@@ -331,8 +331,37 @@ impl Engine {
                 }
             }
         }
+        self.record_shape(circuit_id);
         let elapsed = loaded.unwrap_or(Duration::ZERO) + t.elapsed();
         Ok((loaded.is_none(), elapsed))
+    }
+
+    /// Records `circuit_id`'s shape if its provider can (a warm daemon's first proof then
+    /// synthesizes witness-only at once: a 32 GiB PoRep partition's recording otherwise
+    /// holds the first proof for seconds). A failure is logged, not returned: the first
+    /// request records the shape then.
+    fn record_shape(&self, circuit_id: &str) {
+        if !cuzk_groth16::recorded::recording_on() {
+            return;
+        }
+        let Some((provider, _)) = self
+            .shared
+            .registry
+            .resolve_params(circuit_id, &self.shared.cfg.param_dir)
+        else {
+            return;
+        };
+        let t = Instant::now();
+        match provider.record_shape(circuit_id) {
+            Ok(true) => info!(
+                circuit_id,
+                ms = t.elapsed().as_millis() as u64,
+                bytes = cuzk_groth16::recorded::recorded_bytes(),
+                "shape recorded at preload"
+            ),
+            Ok(false) => {}
+            Err(e) => warn!(circuit_id, "shape not recorded at preload: {e}"),
+        }
     }
 
     /// Evicts an SRS: (was resident, bytes freed).
@@ -436,7 +465,7 @@ impl Engine {
             uptime: self.shared.started.elapsed(),
             queued_payload_bytes: st.active_payload_bytes,
             memory_reserved_bytes: st.reserved_bytes,
-            memory_limit_bytes: self.shared.cfg.host_memory_budget_bytes,
+            memory_limit_bytes: self.shared.partition_budget(),
             accepting: st.accepting,
         };
         drop(st);

@@ -46,6 +46,18 @@ pub trait ParamsProvider: Send + Sync {
     fn can_generate(&self, _circuit_id: &str) -> bool {
         false
     }
+
+    /// Records the prover's shape of `circuit_id` (`cuzk_groth16::recorded`) ahead of its
+    /// first request, where this provider can, so that the first proof does not wait for
+    /// the recording; the engine calls it when it preloads the SRS. `Ok(true)` when a
+    /// recording was made, `Ok(false)` when there is none to make (the default: this
+    /// provider cannot, or the shape is already recorded).
+    ///
+    /// # Errors
+    /// [`KindError`] when the recording fails; the first request then records it.
+    fn record_shape(&self, _circuit_id: &str) -> Result<bool, KindError> {
+        Ok(false)
+    }
 }
 
 /// The proof kinds an engine serves and the parameter files they use.

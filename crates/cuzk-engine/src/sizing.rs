@@ -16,7 +16,10 @@
 //!   estimate, so the partitions in flight are at most this budget over the per-partition
 //!   bytes of the kind (a 32 GiB PoRep partition: about 4 GiB of witness while a, b, c are
 //!   left to the backend, as the engine sets it; 15.5 GiB with them), and at most
-//!   `synthesis_workers + handoff_depth` beyond those on the provers;
+//!   `synthesis_workers + handoff_depth` beyond those on the provers. The GPUs' pinned
+//!   staging (per GPU worker, made on its first prove of a size: 9.4 GB at 2^27) is
+//!   host memory too; admission takes it from this budget once it exists
+//!   (`Shared::partition_budget`);
 //! - `synthesis_workers` = cores − min(2, cores / 4) (at least 1): every core but two
 //!   synthesizes (the two feed the provers: uploads, host preparation); fewer are kept
 //!   back on small machines. A worker whose partition does not fit the budget waits, so

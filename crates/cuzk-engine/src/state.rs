@@ -202,6 +202,19 @@ impl Shared {
         worker_idx >= self.cfg.synthesis_workers
     }
 
+    /// Host bytes partitions in flight may reserve now: `host_memory_budget_bytes` less
+    /// the devices' pinned staging, which is host memory too (9.4 GB per GPU worker at
+    /// 2^27) and is made on a worker's first prove of a size, so it is read at each
+    /// admission. Until it exists the partitions admitted may overdraw by it.
+    pub fn partition_budget(&self) -> u64 {
+        let pinned: u64 = self
+            .devices
+            .iter()
+            .map(|d| d.spec.backend.host_pinned_bytes())
+            .sum();
+        self.cfg.host_memory_budget_bytes.saturating_sub(pinned)
+    }
+
     /// Takes the next partition to synthesize for worker `worker_idx` if look-ahead and the
     /// memory budget allow, strictly in scheduling order (a big partition at the head is
     /// not overtaken by a small one behind it). A partition bigger than the whole budget
@@ -224,8 +237,8 @@ impl Shared {
             if st.in_synthesis + st.ready.len() >= look_ahead {
                 return None;
             }
-            let budget = self.cfg.host_memory_budget_bytes;
-            if st.reserved_bytes > 0 && st.reserved_bytes + job.host_bytes > budget {
+            if st.reserved_bytes > 0 && st.reserved_bytes + job.host_bytes > self.partition_budget()
+            {
                 return None;
             }
         }

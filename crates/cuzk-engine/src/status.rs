@@ -87,7 +87,8 @@ pub struct EngineStatus {
     pub queued_payload_bytes: u64,
     /// Host bytes reserved by partitions in flight.
     pub memory_reserved_bytes: u64,
-    /// The host memory budget.
+    /// Host bytes partitions in flight may reserve: the host memory budget less the
+    /// devices' pinned staging.
     pub memory_limit_bytes: u64,
     /// False once a drain has begun.
     pub accepting: bool,

@@ -297,6 +297,21 @@ impl ParamsProvider for SyntheticParams {
     fn can_generate(&self, circuit_id: &str) -> bool {
         parse_circuit_id(circuit_id).is_some()
     }
+
+    /// Synthesizes the circuit of witness seed 0 through the shape cache, which records
+    /// its shape, and drops the result.
+    fn record_shape(&self, circuit_id: &str) -> Result<bool, KindError> {
+        use cuzk_groth16::recorded::{is_recorded, recording_on, synthesize_cached};
+        let Some(log_n) = parse_circuit_id(circuit_id) else {
+            return Ok(false);
+        };
+        if !recording_on() || is_recorded(circuit_id) {
+            return Ok(false);
+        }
+        let made = synthesize_cached(circuit_id, circuit(log_n, 0).map_err(KindError::Other)?);
+        drop(made.map_err(|e| KindError::Other(format!("{circuit_id}: {e}")))?);
+        Ok(is_recorded(circuit_id))
+    }
 }
 
 /// The structure seed of every synthetic circuit: parameters are per log_n, and requests

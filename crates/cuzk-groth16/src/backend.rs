@@ -250,6 +250,13 @@ pub trait Backend: Send + Sync {
         0
     }
 
+    /// Host bytes this backend holds page-locked (pinned staging of its workers' uploads;
+    /// 0 for a backend without a device). The engine counts them against the host memory
+    /// it lets partitions reserve.
+    fn host_pinned_bytes(&self) -> u64 {
+        0
+    }
+
     /// Makes `srs` resident in the device's memory when the backend keeps parameters
     /// there; returns its device bytes (0 when it does not, or streams them).
     ///

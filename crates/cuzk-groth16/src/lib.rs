@@ -18,6 +18,7 @@ pub mod compare;
 pub mod cpu;
 pub mod kind;
 pub mod paramgen;
+pub mod pool_gate;
 pub mod prover;
 pub mod recorded;
 mod shape_cache;

@@ -473,7 +473,7 @@ impl R1cs {
 
     /// The assignment of a witness of the recorded counts: a, b, c from [`Self::abc`] and
     /// the recorded densities.
-    fn products(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> Assignment {
+    pub(crate) fn products(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> Assignment {
         let [a, b, c] = self.abc(&inputs, &aux);
         Assignment {
             a,
@@ -526,8 +526,9 @@ pub use parts::compare_recordings;
 pub(crate) use parts::record_from_parts;
 
 pub use crate::shape_cache::{
-    deferred, layout, recorded_bytes, set_budget, set_deferred, synthesize_cached,
-    synthesize_cached_parts, with_deferred, with_path, CachedPath, DEFAULT_BUDGET,
+    deferred, is_recorded, layout, recorded_bytes, recording_on, set_budget, set_deferred,
+    synthesize_cached, synthesize_cached_parts, with_deferred, with_path, CachedPath,
+    DEFAULT_BUDGET,
 };
 
 // The recording constraint system: a child module, for the matrices' fields.

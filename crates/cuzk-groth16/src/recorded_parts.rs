@@ -19,7 +19,7 @@ use bellperson::Circuit;
 use rayon::prelude::*;
 
 use super::{Csr, R1cs, INPUT};
-use crate::sublayout::{witness_of_prefix, Parts, SubLayout};
+use crate::sublayout::{witness_of_prefix, witness_parts, Parts, SubLayout};
 use crate::synthesis::SynthesisError;
 use crate::witness::Counts;
 use crate::{Density, Scalar};
@@ -121,14 +121,15 @@ impl R1cs {
 }
 
 /// The shape cache's first call of a circuit given as parts: its recording from the prefix
-/// and one part, the layout, and this instance's assignment (witness part by part, then the
-/// products). `None` when the parts cannot be recorded that way (no prefix, another
-/// structure per part, a failure): the caller records the whole circuit, which also
-/// reports a failing circuit's own error.
+/// and one part, the layout, and this instance's witness `(inputs, aux)`, part by part.
+/// The caller makes the assignment (deferred, or with the products) as later calls do, so
+/// a deferred first call never computes a, b, c on the host. `None` when the parts cannot
+/// be recorded that way (no prefix, another structure per part, a failure): the caller
+/// records the whole circuit, which also reports a failing circuit's own error.
 pub(crate) fn record_from_parts<P: Parts>(
     circuit_id: &str,
     parts: &P,
-) -> Option<(R1cs, SubLayout, crate::Assignment)> {
+) -> Option<(R1cs, SubLayout, Vec<Scalar>, Vec<Scalar>)> {
     let (r1cs, layout) = match R1cs::record_parts(parts) {
         Ok(Some(made)) => made,
         Ok(None) => return None,
@@ -140,8 +141,8 @@ pub(crate) fn record_from_parts<P: Parts>(
             return None;
         }
     };
-    match r1cs.assign_parts(&layout, parts) {
-        Ok(asg) => Some((r1cs, layout, asg)),
+    match witness_parts(&layout, parts) {
+        Ok((inputs, aux)) => Some((r1cs, layout, inputs, aux)),
         Err(e) => {
             tracing::warn!(
                 circuit_id,

@@ -69,6 +69,17 @@ pub fn recorded_bytes() -> u64 {
     cache().bytes.load(Ordering::Relaxed)
 }
 
+/// Whether recordings may be made (the budget is not 0).
+pub fn recording_on() -> bool {
+    BUDGET.load(Ordering::Relaxed) > 0
+}
+
+/// Whether `circuit_id`'s shape is recorded and kept.
+pub fn is_recorded(circuit_id: &str) -> bool {
+    let slot = cache().entries.lock().get(circuit_id).cloned();
+    slot.is_some_and(|s| s.shape.get().is_some_and(Option::is_some))
+}
+
 /// The parts layout found for `circuit_id`, if its shape is recorded and came as parts.
 pub fn layout(circuit_id: &str) -> Option<SubLayout> {
     let slot = cache().entries.lock().get(circuit_id).cloned()?;
@@ -196,7 +207,7 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
     {
         return crate::synthesize(circuit);
     }
-    let mut first: Option<Result<Assignment, SynthesisError>> = None;
+    let mut first: Option<Result<First, SynthesisError>> = None;
     let recorded = cell.shape.get_or_init(|| {
         cell.recording.store(true, Ordering::Release);
         let t = std::time::Instant::now();
@@ -205,8 +216,8 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
         let from_parts = parts
             .filter(|_| path == CachedPath::Parts)
             .and_then(|p| crate::recorded::record_from_parts(circuit_id, p));
-        let (r1cs, layout, asg) = match from_parts {
-            Some((r1cs, layout, asg)) => (r1cs, Some(layout), asg),
+        let (r1cs, layout, made) = match from_parts {
+            Some((r1cs, layout, inputs, aux)) => (r1cs, Some(layout), First::Witness(inputs, aux)),
             None => {
                 let (r1cs, asg) = match R1cs::record_with_assignment(circuit.clone()) {
                     Ok(done) => done,
@@ -223,10 +234,9 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
                         None
                     }
                 });
-                (r1cs, layout, asg)
+                (r1cs, layout, First::Assigned(asg))
             }
         };
-        first = Some(Ok(asg));
         let bytes = r1cs.host_bytes() as u64;
         let used = cache().bytes.load(Ordering::Relaxed);
         if used + bytes > BUDGET.load(Ordering::Relaxed) {
@@ -236,8 +246,11 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
                 used,
                 "recording over budget, synthesizing each time"
             );
+            // The recording is dropped here: this call's a, b, c come from it first.
+            first = Some(Ok(First::Assigned(made.assigned(&r1cs))));
             return None;
         }
+        first = Some(Ok(made));
         cache().bytes.fetch_add(bytes, Ordering::Relaxed);
         tracing::info!(
             circuit_id,
@@ -254,13 +267,16 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
     });
     let defer = deferring();
     if let Some(done) = first {
-        // The recording run's own a, b, c are already made; deferred, the host does not
-        // keep them.
-        return match (done, recorded) {
-            (Ok(asg), Some(shape)) if defer => shape
-                .r1cs
-                .with_witness(asg.input_assignment, asg.aux_assignment),
-            (done, _) => done,
+        return match (done?, recorded) {
+            // Deferred, the host keeps no a, b, c (a recording from parts made none).
+            (made, Some(shape)) if defer => {
+                let (inputs, aux) = made.into_witness();
+                shape.r1cs.with_witness(inputs, aux)
+            }
+            (made, Some(shape)) => Ok(made.assigned(&shape.r1cs)),
+            (First::Assigned(asg), None) => Ok(asg),
+            // Not made: an unkept recording's call gets its a, b, c before it is dropped.
+            (First::Witness(..), None) => crate::synthesize(circuit),
         };
     }
     let Some(shape) = recorded else {
@@ -285,6 +301,31 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
             crate::synthesize(circuit)
         }
         other => other,
+    }
+}
+
+/// What the recording run made of its own instance: the assignment (the whole circuit's
+/// recording computes a, b, c as it goes) or the witness alone (a recording from parts).
+enum First {
+    Assigned(Assignment),
+    Witness(Vec<Scalar>, Vec<Scalar>),
+}
+
+impl First {
+    /// The assignment with a, b, c, from `r1cs` when only the witness was made.
+    fn assigned(self, r1cs: &R1cs) -> Assignment {
+        match self {
+            First::Assigned(asg) => asg,
+            First::Witness(inputs, aux) => r1cs.products(inputs, aux),
+        }
+    }
+
+    /// The witness `(inputs, aux)`.
+    fn into_witness(self) -> (Vec<Scalar>, Vec<Scalar>) {
+        match self {
+            First::Assigned(asg) => (asg.input_assignment, asg.aux_assignment),
+            First::Witness(inputs, aux) => (inputs, aux),
+        }
     }
 }
 

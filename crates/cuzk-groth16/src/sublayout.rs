@@ -153,7 +153,9 @@ fn witness_of<C: Circuit<Scalar>>(circuit: C) -> Result<WitnessCs, SynthesisErro
 }
 
 /// The whole circuit's witness `(inputs, aux)`, `ONE` first, computed part by part on the
-/// current rayon pool, each part writing straight into its ranges.
+/// current rayon pool, each part writing straight into its ranges. Callers from outside
+/// the pool take it in arrival order (`pool_gate.rs`), a few circuits at a time, so that
+/// the oldest finishes first instead of every caller's parts sharing the pool.
 ///
 /// # Errors
 /// The first failing part's [`SynthesisError::Circuit`] or [`SynthesisError::Part`], or
@@ -172,6 +174,8 @@ pub fn witness_parts<P: Parts>(
             ),
         });
     }
+    // Before the buffers: a caller waiting for the pool holds no witness memory.
+    let _place = crate::pool_gate::enter_pool(layout.n_parts);
     let total = layout.total();
     let zeros = |n: usize| {
         let mut v = Vec::with_capacity(n);

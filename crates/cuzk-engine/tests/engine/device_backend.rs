@@ -25,6 +25,8 @@ struct StandInDevice {
     cpu: CpuBackend,
     resident: Mutex<HashSet<Vec<u8>>>,
     token: ComputeToken,
+    /// Host bytes it reports pinned.
+    pinned: u64,
 }
 
 fn key(srs: &Srs) -> Vec<u8> {
@@ -62,6 +64,10 @@ impl Backend for StandInDevice {
         true
     }
 
+    fn host_pinned_bytes(&self) -> u64 {
+        self.pinned
+    }
+
     fn srs_device_bytes(&self, srs: &Srs) -> u64 {
         if self.resident.lock().contains(&key(srs)) {
             srs.host_bytes() as u64
@@ -90,6 +96,7 @@ fn device_tier_and_backend_token_hold() {
         cpu: CpuBackend::new(),
         resident: Mutex::new(HashSet::new()),
         token: ComputeToken::new(),
+        pinned: 0,
     });
     let device = DeviceSpec {
         name: "gpu:0".into(),
@@ -189,4 +196,66 @@ fn device_tier_and_backend_token_hold() {
         backend.resident.lock().is_empty(),
         "the device copy is gone too"
     );
+}
+
+/// A device's pinned staging is host memory: the engine lets partitions reserve the
+/// budget less it (what `status` reports as the limit), so a GPU worker's 9.4 GB of
+/// staging at 2^27 is not on top of the partitions' budget. See: #17.
+#[test]
+fn pinned_staging_is_taken_from_the_partition_budget() {
+    let gib = 1u64 << 30;
+    for (pinned, limit) in [(0, 8 * gib), (3 * gib, 5 * gib), (9 * gib, 0)] {
+        let device = DeviceSpec {
+            name: "gpu:0".into(),
+            hardware: "stand-in".into(),
+            is_gpu: true,
+            ordinal: 0,
+            vram_total_bytes: 1 << 30,
+            backend: Arc::new(StandInDevice {
+                cpu: CpuBackend::new(),
+                resident: Mutex::new(HashSet::new()),
+                token: ComputeToken::new(),
+                pinned,
+            }),
+            workers: Some(1),
+        };
+        let cfg = EngineConfig {
+            param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
+            host_memory_budget_bytes: 8 * gib,
+            cpu_fallback: false,
+            ..EngineConfig::default()
+        };
+        let engine = Engine::start(cfg, KindRegistry::with_synthetic(), vec![device])
+            .expect("engine starts");
+        assert_eq!(engine.status().memory_limit_bytes, limit, "{pinned} pinned");
+        // A partition still runs when the staging leaves no budget: one at a time.
+        if limit == 0 {
+            let job = engine
+                .submit(JobSpec {
+                    request_id: String::new(),
+                    kind: ProofKindId::Synthetic,
+                    priority: None,
+                    request: ProofRequest {
+                        vanilla_proof: SyntheticSpec {
+                            log_n: 6,
+                            n_partitions: 2,
+                            seed: 4,
+                        }
+                        .encode(),
+                        ..ProofRequest::default()
+                    },
+                })
+                .expect("accepted");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            match rt.block_on(engine.await_job(&job.job_id, Some(Duration::from_secs(120)))) {
+                Ok(AwaitOutcome::Finished(o)) => {
+                    assert_eq!(o.state, JobState::Completed, "{}", o.error)
+                }
+                other => panic!("job did not finish: {other:?}"),
+            }
+        }
+    }
 }

@@ -513,6 +513,10 @@ impl Backend for GpuBackend {
         self.matrices.bytes()
     }
 
+    fn host_pinned_bytes(&self) -> u64 {
+        self.pinned.made_bytes()
+    }
+
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
         self.preload(srs).map_err(|e| BackendError::Device {
             device: format!("gpu:{}", self.dev.ordinal()),

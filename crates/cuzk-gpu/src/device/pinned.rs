@@ -3,6 +3,7 @@
 //! driver, see ../shared/lessons.md). A [`PinnedBuf`] owns a handle on its pool, so the
 //! backend can keep one in a long-lived slot.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::PinnedHostSlice;
@@ -15,6 +16,9 @@ use crate::error::{drv, Result};
 pub struct PinnedPool {
     dev: Arc<Device>,
     free: Mutex<Vec<PinnedHostSlice<u8>>>,
+    /// Bytes of every buffer made (pooled or taken); buffers are never freed before the
+    /// pool is.
+    made: AtomicU64,
 }
 
 /// A pinned buffer taken from a pool; it goes back to the pool on drop.
@@ -29,6 +33,7 @@ impl PinnedPool {
         Arc::new(PinnedPool {
             dev,
             free: Mutex::new(Vec::new()),
+            made: AtomicU64::new(0),
         })
     }
 
@@ -65,7 +70,13 @@ impl PinnedPool {
         if let Ok(s) = b.as_mut_slice() {
             s.fill(0);
         }
+        self.made.fetch_add(b.len() as u64, Ordering::Relaxed);
         Ok(b)
+    }
+
+    /// Page-locked host bytes this pool holds: every buffer made, pooled or taken.
+    pub fn made_bytes(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
     }
 
     /// Bytes held by the buffers now in the pool (not those taken).
