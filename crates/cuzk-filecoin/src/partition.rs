@@ -15,27 +15,12 @@ use cuzk_groth16::{Assignment, KindError, Proof, Scalar, VerifyingKey};
 /// Bytes of one compressed Groth16 proof (G1 48 ‖ G2 96 ‖ G1 48).
 pub const PROOF_BYTES: usize = 192;
 
-/// Synthesizes `circuit` (partition `partition_idx` of a `circuit_id` proof) with cuzk's
-/// constraint system, through the recording of the circuit id's shape
-/// (`cuzk_groth16::recorded`): partitions after the first of a shape skip building the
-/// linear combinations. PoSt circuits come here too: their own sector-parallel synthesis
-/// runs into the extensible witness-only system.
-pub(crate) fn synthesize_circuit<C: Circuit<Scalar> + Clone>(
-    circuit_id: &str,
-    circuit: C,
-    partition_idx: usize,
-) -> Result<Assignment, KindError> {
-    cuzk_groth16::recorded::synthesize_cached(circuit_id, circuit).map_err(|e| {
-        KindError::Synthesis {
-            partition_idx,
-            reason: e.to_string(),
-        }
-    })
-}
-
-/// [`synthesize_circuit`] for a circuit also given as its parts (a shared prefix, then
-/// independent sub-circuits: PoRep's challenges): once the shape is recorded, the witness
-/// is computed part by part on the rayon pool (`cuzk_groth16::sublayout`).
+/// Synthesizes `circuit` (partition `partition_idx` of a `circuit_id` proof), also given
+/// as its parts (a shared prefix, then sub-circuits of one structure: PoRep's and
+/// SnapDeals' challenges, PoSt's sectors), with cuzk's constraint system through the
+/// recording of the circuit id's shape (`cuzk_groth16::recorded`): the first call records
+/// it from the prefix and one part where the parts allow it, and later calls compute
+/// only the witness, part by part on the rayon pool (`cuzk_groth16::sublayout`).
 pub(crate) fn synthesize_parts<C: Circuit<Scalar> + Clone, P: Parts>(
     circuit_id: &str,
     circuit: C,

@@ -14,8 +14,10 @@
 use std::path::{Path, PathBuf};
 
 use bincode::Options as _;
+use cuzk_groth16::sublayout::Parts;
 use cuzk_groth16::{
-    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, VerifyingKey,
+    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, SynthesisError,
+    VerifyingKey,
 };
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
@@ -365,7 +367,8 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
             )
         })?
         .map_err(|e| partition::circuit_error(partition_idx, e))?;
-        partition::synthesize_circuit(&self.circuit_id(), circuit, partition_idx)
+        let sectors = Sectors(circuit.clone());
+        partition::synthesize_parts(&self.circuit_id(), circuit, &sectors, partition_idx)
     }
 
     fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {
@@ -396,5 +399,40 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
         }
         let inputs = vec![self.public_inputs(0)?];
         partition::assemble_and_verify(proofs, &inputs, vk)
+    }
+}
+
+/// A PoSt partition as its sectors: part `j` is the circuit of sector `j` alone, the
+/// prefix the circuit of none (ONE alone). `FallbackPoStCircuit` synthesizes its sectors
+/// one after another, each the same gadget code over another sector, so the shape cache
+/// records a 32 GiB WindowPoSt partition (2,349 sectors, 125,305,057 rows) from one sector
+/// instead of walking the whole circuit on one thread (more than 5 minutes on the H200
+/// host), and computes later witnesses sector by sector on the rayon pool. WinningPoSt's
+/// circuit is its one sector's 66 challenges as 66 one-challenge sectors: 66 parts.
+struct Sectors<Tree: 'static + MerkleTreeTrait>(FallbackPoStCircuit<Tree>);
+
+impl<Tree: 'static + MerkleTreeTrait> Parts for Sectors<Tree> {
+    type Part = FallbackPoStCircuit<Tree>;
+
+    fn n_parts(&self) -> usize {
+        self.0.sectors.len()
+    }
+
+    fn part(&self, j: usize) -> Result<FallbackPoStCircuit<Tree>, SynthesisError> {
+        let sector = self.0.sectors.get(j).ok_or_else(|| SynthesisError::Part {
+            part: j,
+            reason: format!("a partition of {} sectors", self.0.sectors.len()),
+        })?;
+        Ok(FallbackPoStCircuit {
+            prover_id: self.0.prover_id,
+            sectors: vec![sector.clone()],
+        })
+    }
+
+    fn prefix(&self) -> Result<Option<FallbackPoStCircuit<Tree>>, SynthesisError> {
+        Ok(Some(FallbackPoStCircuit {
+            prover_id: self.0.prover_id,
+            sectors: Vec::new(),
+        }))
     }
 }

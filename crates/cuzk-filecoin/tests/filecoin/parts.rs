@@ -94,6 +94,35 @@ fn porep_recorded_from_one_challenge_is_the_whole_recording() {
 fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
     paths_agree(FilecoinKind::WindowPoSt);
     paths_agree(FilecoinKind::WinningPoSt);
+    // Recorded from one sector and the witness made sector by sector (a 32 GiB WindowPoSt
+    // partition is 2,349 of them).
+    let sector = crate::common::sector_2k();
+    let window = parse(
+        FilecoinKind::WindowPoSt,
+        &sector.request(FilecoinKind::WindowPoSt).expect("request"),
+    )
+    .expect("parse");
+    let l = layout(&window.circuit_id()).expect("WindowPoSt partitions split into sectors");
+    assert_eq!(l.n_parts, 2, "{l:?}");
+    assert_eq!((l.prefix.inputs, l.prefix.aux), (1, 0), "ONE alone: {l:?}");
+    let shape = CircuitShape::of(FilecoinKind::WindowPoSt, SectorSize::S2KiB);
+    assert_eq!(
+        l.total(),
+        Counts {
+            inputs: shape.inputs,
+            aux: shape.aux,
+            constraints: shape.constraints
+        }
+    );
+    let winning = parse(
+        FilecoinKind::WinningPoSt,
+        &sector.request(FilecoinKind::WinningPoSt).expect("request"),
+    )
+    .expect("parse");
+    // Its circuit is the one sector's 66 challenges as 66 one-challenge sectors.
+    let l = layout(&winning.circuit_id()).expect("WinningPoSt partitions split too");
+    assert_eq!(l.n_parts, 66, "{l:?}");
+    assert_eq!(l.stride.inputs, 2, "comm_r and the challenge per sector: {l:?}");
 }
 
 /// A SnapDeals partition through the mirrored update circuit's challenges
