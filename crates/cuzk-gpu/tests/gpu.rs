@@ -203,6 +203,40 @@ fn srs_stays_resident_across_proofs() {
     assert_eq!(b.srs_uploads(), 2);
 }
 
+/// Preloading makes every worker's slot, staging the witness only, so the first proves
+/// make no device or pinned buffer: a deferred assignment (a, b, c on the device) proves
+/// in them and the pinned bytes stay what preload made. See: #17.
+#[test]
+fn preload_makes_the_worker_slots_that_proves_use() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let lg = 11;
+    let c = SyntheticCircuit::with_log_n(lg, seed, SyntheticShape::default()).expect("circuit");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
+    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+    let r1cs = Arc::new(cuzk_groth16::recorded::R1cs::record(c).expect("records"));
+    let b = GpuBackend::new(dev.clone());
+    assert_eq!((b.slots_made(), b.host_pinned_bytes()), (0, 0));
+    b.preload(&srs).expect("preload");
+    let workers = GpuBackendConfig::default().workers;
+    assert_eq!(b.slots_made(), workers);
+    let pinned = b.host_pinned_bytes();
+    assert!(pinned > 0);
+    for k in 0..3 {
+        let asg = r1cs
+            .assign_deferred(c.with_witness_seed(seed ^ k))
+            .expect("assigns");
+        proves(&b, &srs, &asg, seed + k);
+    }
+    assert_eq!(b.slots_made(), workers);
+    assert_eq!(
+        b.host_pinned_bytes(),
+        pinned,
+        "no buffer made by the proves"
+    );
+}
+
 #[test]
 fn srs_over_budget_is_streamed() {
     let Some(dev) = device() else { return };

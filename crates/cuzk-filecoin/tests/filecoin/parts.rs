@@ -122,7 +122,10 @@ fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
     // Its circuit is the one sector's 66 challenges as 66 one-challenge sectors.
     let l = layout(&winning.circuit_id()).expect("WinningPoSt partitions split too");
     assert_eq!(l.n_parts, 66, "{l:?}");
-    assert_eq!(l.stride.inputs, 2, "comm_r and the challenge per sector: {l:?}");
+    assert_eq!(
+        l.stride.inputs, 2,
+        "comm_r and the challenge per sector: {l:?}"
+    );
 }
 
 /// A SnapDeals partition through the mirrored update circuit's challenges

@@ -226,7 +226,8 @@ impl GpuBackend {
         &self.token
     }
 
-    /// Makes `srs` resident now; returns its device bytes, 0 under [`Residency::Streamed`].
+    /// Makes `srs` resident now, and the workers' slots for its partitions (witness-only
+    /// staging); returns the SRS's device bytes, 0 under [`Residency::Streamed`].
     ///
     /// # Errors
     /// [`GpuError::SrsTooLarge`] when it does not fit the budget (under [`Residency::Auto`]);
@@ -236,12 +237,36 @@ impl GpuBackend {
             return Ok(0);
         }
         let shape = shape_of_srs(srs);
-        match self.resident_for(srs, &shape)? {
-            Some(r) => Ok(r.bytes()),
-            None => Err(GpuError::SrsTooLarge {
-                bytes: resident_size(srs),
-            }),
+        let bytes = match self.resident_for(srs, &shape)? {
+            Some(r) => r.bytes(),
+            None => {
+                return Err(GpuError::SrsTooLarge {
+                    bytes: resident_size(srs),
+                })
+            }
+        };
+        // The workers' buffers for this SRS's partitions, staging the witness only (the
+        // engine leaves a, b, c to the device); a later shape that needs more re-makes
+        // them as before. Without room they are made by the first proves instead.
+        let t = std::time::Instant::now();
+        match self
+            .slots
+            .reserve(&self.dev, &self.pinned, &shape, shape.staged_from(true))
+        {
+            Ok(0) => {}
+            Ok(made) => tracing::info!(
+                gpu = self.dev.ordinal(),
+                made,
+                lg = shape.lg,
+                ms = t.elapsed().as_millis() as u64,
+                "worker slots made at preload"
+            ),
+            Err(e) => tracing::warn!(
+                gpu = self.dev.ordinal(),
+                "worker slots left to the first proves: {e}"
+            ),
         }
+        Ok(bytes)
     }
 
     /// Frees the resident SRSs and recorded matrices not in use; returns the bytes released.
@@ -257,6 +282,11 @@ impl GpuBackend {
     /// Recorded-matrix uploads made so far (a second prove of a shape makes none).
     pub fn matrices_uploads(&self) -> u64 {
         self.matrices.uploads()
+    }
+
+    /// Worker slots made so far (at preload, or by the first proves).
+    pub fn slots_made(&self) -> usize {
+        self.slots.made()
     }
 
     /// Device bytes held by resident SRSs.

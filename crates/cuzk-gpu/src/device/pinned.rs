@@ -68,7 +68,9 @@ impl PinnedPool {
             },
         )?;
         if let Ok(s) = b.as_mut_slice() {
-            s.fill(0);
+            // On all cores: at 2^27 a worker's staging is 9.4 GB of fresh pages.
+            use rayon::prelude::*;
+            s.par_chunks_mut(1 << 24).for_each(|c| c.fill(0));
         }
         self.made.fetch_add(b.len() as u64, Ordering::Relaxed);
         Ok(b)
