@@ -26,11 +26,15 @@ use filecoin_proofs::{
 use filecoin_proofs_api::ApiVersion;
 use storage_proofs_core::{compound_proof::CompoundProof, proof::ProofScheme};
 use storage_proofs_post::fallback::{
-    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector, Sector,
 };
 
+use crate::native::NativeSector;
 use crate::partition::{self, bytes32, check_sector_size};
 use crate::registry::{circuit_id, FilecoinKind, Registered, SectorSize};
+
+mod compare;
+pub use compare::{compare_native_witness, NativeComparison};
 
 /// Most sectors placed before a V1_0_0 WindowPoSt partition to position it (4M sectors,
 /// 1,785 partitions of 2349): far above any deadline, small enough to bound memory.
@@ -64,6 +68,15 @@ pub fn parse(
     req: &ProofRequest,
     opts: crate::ParseOptions,
 ) -> Result<Box<dyn PartitionedProof>, KindError> {
+    let (size, cfg) = post_config(kind, req)?;
+    with_tree!(size, boxed, kind, size, cfg, req, opts)
+}
+
+/// The request's sector size and PoSt configuration, checked against each other.
+fn post_config(
+    kind: FilecoinKind,
+    req: &ProofRequest,
+) -> Result<(SectorSize, PoStConfig), KindError> {
     let reg = Registered::from_abi(kind, req.registered_proof)?;
     let Registered::PoSt(registered) = reg else {
         return Err(KindError::Other(
@@ -72,8 +85,7 @@ pub fn parse(
     };
     let size = reg.sector_size();
     check_sector_size(req.sector_size, size)?;
-    let cfg = registered.as_v1_config();
-    with_tree!(size, boxed, kind, size, cfg, req, opts)
+    Ok((size, registered.as_v1_config()))
 }
 
 fn boxed<Tree: 'static + MerkleTreeTrait>(
@@ -264,6 +276,31 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
+    /// The partition's circuit, as `FallbackPoStCompound::circuit` makes it.
+    fn circuit(&self) -> Result<FallbackPoStCircuit<Tree>, KindError> {
+        crate::guard("vanilla_proofs", || {
+            <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
+                &self.pub_inputs,
+                Default::default(),
+                &self.vanilla,
+                &self.vanilla_params,
+                Some(self.partition_k),
+            )
+        })?
+        .map_err(|e| partition::circuit_error(0, e))
+    }
+
+    /// `circuit` (this proof's) given as its sectors.
+    fn sectors(&self, circuit: FallbackPoStCircuit<Tree>) -> Sectors<'_, Tree> {
+        Sectors {
+            circuit,
+            vanilla: &self.vanilla,
+            check_values: !self.fake,
+        }
+    }
+}
+
 /// The partition's vanilla proof as `single_partition_vanilla_proofs` lays out a
 /// WindowPoSt one (the sectors' proofs in request order, the last repeated up to
 /// `sector_count`), without its verification: for fake requests only.
@@ -357,17 +394,8 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
                 "a PoSt request has one partition",
             ));
         }
-        let circuit: FallbackPoStCircuit<Tree> = crate::guard("vanilla_proofs", || {
-            <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
-                &self.pub_inputs,
-                Default::default(),
-                &self.vanilla,
-                &self.vanilla_params,
-                Some(self.partition_k),
-            )
-        })?
-        .map_err(|e| partition::circuit_error(partition_idx, e))?;
-        let sectors = Sectors(circuit.clone());
+        let circuit = self.circuit()?;
+        let sectors = self.sectors(circuit.clone());
         partition::synthesize_parts(&self.circuit_id(), circuit, &sectors, partition_idx)
     }
 
@@ -407,32 +435,92 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
 /// one after another, each the same gadget code over another sector, so the shape cache
 /// records a 32 GiB WindowPoSt partition (2,349 sectors, 125,305,057 rows) from one sector
 /// instead of walking the whole circuit on one thread (more than 5 minutes on the H200
-/// host), and computes later witnesses sector by sector on the rayon pool. WinningPoSt's
-/// circuit is its one sector's 66 challenges as 66 one-challenge sectors: 66 parts.
-struct Sectors<Tree: 'static + MerkleTreeTrait>(FallbackPoStCircuit<Tree>);
+/// host), and computes later witnesses sector by sector on the rayon pool, each through
+/// its witness-only mirror (`native/post_sector.rs`). WinningPoSt's circuit is its one
+/// sector's 66 challenges as 66 one-challenge sectors: 66 parts.
+struct Sectors<'a, Tree: 'static + MerkleTreeTrait> {
+    circuit: FallbackPoStCircuit<Tree>,
+    /// The vanilla proof `circuit` was made from, sector for sector: the mirrors' paths.
+    vanilla: &'a VanillaProof<Tree>,
+    /// The vanilla proof was verified: the mirrors check their hashes against it.
+    check_values: bool,
+}
 
-impl<Tree: 'static + MerkleTreeTrait> Parts for Sectors<Tree> {
-    type Part = FallbackPoStCircuit<Tree>;
+/// One piece of a PoSt partition given as its sectors: the real circuit of one sector or
+/// of none (shapes are recorded from these), or one sector's witness-only mirror, which
+/// only witness-only systems run.
+enum SectorPiece<Tree: 'static + MerkleTreeTrait> {
+    Circuit(FallbackPoStCircuit<Tree>),
+    Native(NativeSector<Tree>),
+}
+
+impl<Tree: 'static + MerkleTreeTrait> bellperson::Circuit<Scalar> for SectorPiece<Tree> {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        match self {
+            SectorPiece::Circuit(circuit) => circuit.synthesize(cs),
+            SectorPiece::Native(sector) => sector.synthesize(cs),
+        }
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Parts for Sectors<'_, Tree> {
+    type Part = SectorPiece<Tree>;
 
     fn n_parts(&self) -> usize {
-        self.0.sectors.len()
+        self.circuit.sectors.len()
     }
 
-    fn part(&self, j: usize) -> Result<FallbackPoStCircuit<Tree>, SynthesisError> {
-        let sector = self.0.sectors.get(j).ok_or_else(|| SynthesisError::Part {
-            part: j,
-            reason: format!("a partition of {} sectors", self.0.sectors.len()),
-        })?;
-        Ok(FallbackPoStCircuit {
-            prover_id: self.0.prover_id,
-            sectors: vec![sector.clone()],
-        })
-    }
-
-    fn prefix(&self) -> Result<Option<FallbackPoStCircuit<Tree>>, SynthesisError> {
-        Ok(Some(FallbackPoStCircuit {
-            prover_id: self.0.prover_id,
-            sectors: Vec::new(),
+    fn part(&self, j: usize) -> Result<SectorPiece<Tree>, SynthesisError> {
+        Ok(SectorPiece::Circuit(FallbackPoStCircuit {
+            prover_id: self.circuit.prover_id,
+            sectors: vec![self.sector(j)?.clone()],
         }))
+    }
+
+    /// Sector `j`'s witness-only mirror: its Poseidon hashes build no linear combination,
+    /// the rest runs the real gadgets (`native/post_sector.rs`).
+    fn witness_part(&self, j: usize) -> Result<SectorPiece<Tree>, SynthesisError> {
+        let sector = self.sector(j)?;
+        let proof = self
+            .vanilla
+            .sectors
+            .get(j)
+            .ok_or_else(|| SynthesisError::Part {
+                part: j,
+                reason: format!(
+                    "a vanilla proof of {} sectors for a circuit of {}",
+                    self.vanilla.sectors.len(),
+                    self.circuit.sectors.len()
+                ),
+            })?;
+        NativeSector::new(sector, proof, self.check_values)
+            .map(SectorPiece::Native)
+            .map_err(|e| SynthesisError::Part {
+                part: j,
+                reason: e.to_string(),
+            })
+    }
+
+    fn prefix(&self) -> Result<Option<SectorPiece<Tree>>, SynthesisError> {
+        Ok(Some(SectorPiece::Circuit(FallbackPoStCircuit {
+            prover_id: self.circuit.prover_id,
+            sectors: Vec::new(),
+        })))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Sectors<'_, Tree> {
+    /// Sector `j` of the circuit.
+    fn sector(&self, j: usize) -> Result<&Sector<Tree>, SynthesisError> {
+        self.circuit
+            .sectors
+            .get(j)
+            .ok_or_else(|| SynthesisError::Part {
+                part: j,
+                reason: format!("a partition of {} sectors", self.circuit.sectors.len()),
+            })
     }
 }

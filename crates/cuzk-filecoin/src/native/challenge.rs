@@ -402,9 +402,8 @@ fn wrong(what: String) -> SynthesisError {
 }
 
 /// A vanilla proof of another shape than the circuit's: the real circuit would panic on
-/// an assert; here it is an error naming what is wrong.
+/// an assert; here it is an error naming what is wrong. Shared by every mirror (PoRep
+/// challenges, PoSt sectors, the Poseidon paths both take).
 pub(crate) fn malformed(what: String) -> SynthesisError {
-    SynthesisError::IoError(std::io::Error::other(format!(
-        "native porep witness: {what}"
-    )))
+    SynthesisError::IoError(std::io::Error::other(format!("native witness: {what}")))
 }

@@ -11,16 +11,20 @@
 //! - `por.rs`: storage-proofs' `PoRCircuit` over a Poseidon tree (trees C and R).
 //! - `challenge.rs`: storage-proofs-porep 19.1's one-challenge PoRep circuit, its SHA-256
 //!   and Poseidon hashes native, the rest through the real gadgets.
+//! - `post_sector.rs`: one sector of storage-proofs-post 19.1's fallback PoSt circuit, its
+//!   Poseidon hashes native, the rest through the real gadgets.
 
 pub(crate) mod bits;
 pub(crate) mod challenge;
 pub(crate) mod por;
 pub(crate) mod poseidon;
+pub(crate) mod post_sector;
 pub(crate) mod sha256;
 
 pub(crate) use challenge::NativeChallenge;
 /// The witness-only system a mirror is compared on: cuzk-groth16's own.
 pub(crate) use cuzk_groth16::witness::WitnessCs as Collected;
+pub(crate) use post_sector::NativeSector;
 
 #[cfg(test)]
 mod tests;

@@ -223,3 +223,58 @@ fn porep_native_witness_is_the_circuits_on_a_32g_challenge() {
     .expect("both witnesses");
     assert_eq!(diff, None);
 }
+
+/// Every sector of the 2 KiB WindowPoSt and WinningPoSt requests (2 sectors; 66
+/// one-challenge sectors): the native witness (its Poseidon hashes without linear
+/// combinations) is the real one-sector circuit's, value for value and constraint for
+/// constraint, and it checks its hashes against the verified vanilla proofs. See: #17.
+#[test]
+fn post_native_witness_is_the_circuits_on_every_2k_sector() {
+    let sector = crate::common::sector_2k();
+    for (kind, n_sectors) in [
+        (FilecoinKind::WindowPoSt, 2),
+        (FilecoinKind::WinningPoSt, 66),
+    ] {
+        let request = sector.request(kind).expect("request");
+        let found = cuzk_filecoin::post::compare_native_witness(
+            kind,
+            &request,
+            ParseOptions::default(),
+            None,
+        )
+        .expect("both witnesses");
+        assert_eq!(found.difference, None, "{kind}");
+        assert_eq!(found.n_sectors, n_sectors, "{kind}");
+    }
+}
+
+/// Sectors of a fake 32 GiB WindowPoSt request (10 challenges, tree R of 8-ary Poseidon
+/// with an 8-ary sub-tree), the first two and the last of its 2,349: the native witness is
+/// the real circuit's. Witness generation checks no constraint, so a fake serves. See: #17.
+#[test]
+fn post_native_witness_is_the_circuits_on_32g_window_sectors() {
+    let fake = FakeRequest::generate(FilecoinKind::WindowPoSt, SectorSize::S32GiB, 3)
+        .expect("a fake 32 GiB WindowPoSt request");
+    let opts = ParseOptions { fake_ok: true };
+    for sectors in [0..2, 2348..2349] {
+        let found = cuzk_filecoin::post::compare_native_witness(
+            FilecoinKind::WindowPoSt,
+            &fake.request,
+            opts,
+            Some(sectors.clone()),
+        )
+        .expect("both witnesses");
+        assert_eq!(found.difference, None, "sectors {sectors:?}");
+        assert_eq!(found.n_sectors, sectors.len());
+    }
+    let beyond = cuzk_filecoin::post::compare_native_witness(
+        FilecoinKind::WindowPoSt,
+        &fake.request,
+        opts,
+        Some(2349..2350),
+    );
+    let Err(err) = beyond else {
+        panic!("a sector beyond the partition's 2,349 was compared");
+    };
+    assert!(err.to_string().contains("sector 2349"), "{err}");
+}
