@@ -90,13 +90,13 @@ impl Backend for StandInDevice {
     }
 }
 
-#[test]
-fn device_tier_and_backend_token_hold() {
+/// A stand-in device reporting `pinned` host bytes, with `workers` prove workers.
+fn stand_in(pinned: u64, workers: usize) -> (Arc<StandInDevice>, DeviceSpec) {
     let backend = Arc::new(StandInDevice {
         cpu: CpuBackend::new(),
         resident: Mutex::new(HashSet::new()),
         token: ComputeToken::new(),
-        pinned: 0,
+        pinned,
     });
     let device = DeviceSpec {
         name: "gpu:0".into(),
@@ -105,8 +105,14 @@ fn device_tier_and_backend_token_hold() {
         ordinal: 0,
         vram_total_bytes: 1 << 30,
         backend: backend.clone(),
-        workers: Some(2),
+        workers: Some(workers),
     };
+    (backend, device)
+}
+
+#[test]
+fn device_tier_and_backend_token_hold() {
+    let (backend, device) = stand_in(0, 2);
     let cfg = EngineConfig {
         param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
         ..EngineConfig::default()
@@ -205,20 +211,7 @@ fn device_tier_and_backend_token_hold() {
 fn pinned_staging_is_taken_from_the_partition_budget() {
     let gib = 1u64 << 30;
     for (pinned, limit) in [(0, 8 * gib), (3 * gib, 5 * gib), (9 * gib, 0)] {
-        let device = DeviceSpec {
-            name: "gpu:0".into(),
-            hardware: "stand-in".into(),
-            is_gpu: true,
-            ordinal: 0,
-            vram_total_bytes: 1 << 30,
-            backend: Arc::new(StandInDevice {
-                cpu: CpuBackend::new(),
-                resident: Mutex::new(HashSet::new()),
-                token: ComputeToken::new(),
-                pinned,
-            }),
-            workers: Some(1),
-        };
+        let (_, device) = stand_in(pinned, 1);
         let cfg = EngineConfig {
             param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
             host_memory_budget_bytes: 8 * gib,

@@ -134,12 +134,8 @@ mod tests {
     use crate::testgen::FakeRequest;
     use crate::{FilecoinKind, ParseOptions, SectorSize};
 
-    /// On a verified request the native witness checks its SHA-256 results (tree-D root,
-    /// labels) against the vanilla proof. A fake's random data contradicts them as a wrong
-    /// digest of the mirror would: the checked run refuses by name, the unchecked one
-    /// (fakes, whose proofs are never verified) goes on. See: #17.
-    #[test]
-    fn a_checked_native_witness_refuses_values_the_proof_contradicts() {
+    /// A fake 2 KiB PoRep request (seed 5), parsed.
+    fn fake_2k() -> PoRepC2<filecoin_proofs::SectorShape2KiB> {
         let fake = FakeRequest::generate(FilecoinKind::PoRep, SectorSize::S2KiB, 5).expect("fake");
         let opts = ParseOptions { fake_ok: true };
         let (meta, vanilla, _) =
@@ -147,7 +143,16 @@ mod tests {
         let VanillaSealProof::StackedDrg2KiBV1(proofs) = vanilla else {
             panic!("a 2 KiB request gives 2 KiB proofs");
         };
-        let proof = PoRepC2::new(meta, proofs).expect("parses");
+        PoRepC2::new(meta, proofs).expect("parses")
+    }
+
+    /// On a verified request the native witness checks its SHA-256 results (tree-D root,
+    /// labels) against the vanilla proof. A fake's random data contradicts them as a wrong
+    /// digest of the mirror would: the checked run refuses by name, the unchecked one
+    /// (fakes, whose proofs are never verified) goes on. See: #17.
+    #[test]
+    fn a_checked_native_witness_refuses_values_the_proof_contradicts() {
+        let proof = fake_2k();
         let tau = proof.pub_inputs.tau.as_ref();
         let native = |check_values| NativeChallenge {
             replica_id: proof.pub_inputs.replica_id,
@@ -171,14 +176,7 @@ mod tests {
     fn a_checked_native_witness_refuses_a_comm_r_its_poseidon_contradicts() {
         use filecoin_hashers::Domain;
         use rand::SeedableRng;
-        let fake = FakeRequest::generate(FilecoinKind::PoRep, SectorSize::S2KiB, 5).expect("fake");
-        let opts = ParseOptions { fake_ok: true };
-        let (meta, vanilla, _) =
-            read_c1(&fake.request, &crate::default_param_dir(), opts).expect("its C1 output");
-        let VanillaSealProof::StackedDrg2KiBV1(proofs) = vanilla else {
-            panic!("a 2 KiB request gives 2 KiB proofs");
-        };
-        let proof = PoRepC2::new(meta, proofs).expect("parses");
+        let proof = fake_2k();
         let tau = proof.pub_inputs.tau.as_ref();
         let other = Domain::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(5));
         let native = |comm_r, check_values| NativeChallenge {

@@ -96,36 +96,32 @@ fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
     paths_agree(FilecoinKind::WinningPoSt);
     // Recorded from one sector and the witness made sector by sector (a 32 GiB WindowPoSt
     // partition is 2,349 of them).
-    let sector = crate::common::sector_2k();
-    let window = parse(
-        FilecoinKind::WindowPoSt,
-        &sector.request(FilecoinKind::WindowPoSt).expect("request"),
-    )
-    .expect("parse");
-    let l = layout(&window.circuit_id()).expect("WindowPoSt partitions split into sectors");
+    let l = recorded_layout(FilecoinKind::WindowPoSt);
     assert_eq!(l.n_parts, 2, "{l:?}");
     assert_eq!((l.prefix.inputs, l.prefix.aux), (1, 0), "ONE alone: {l:?}");
-    let shape = CircuitShape::of(FilecoinKind::WindowPoSt, SectorSize::S2KiB);
-    assert_eq!(
-        l.total(),
-        Counts {
-            inputs: shape.inputs,
-            aux: shape.aux,
-            constraints: shape.constraints
-        }
-    );
-    let winning = parse(
-        FilecoinKind::WinningPoSt,
-        &sector.request(FilecoinKind::WinningPoSt).expect("request"),
-    )
-    .expect("parse");
-    // Its circuit is the one sector's 66 challenges as 66 one-challenge sectors.
-    let l = layout(&winning.circuit_id()).expect("WinningPoSt partitions split too");
+    // WinningPoSt's circuit is its one sector's 66 challenges as 66 one-challenge sectors.
+    let l = recorded_layout(FilecoinKind::WinningPoSt);
     assert_eq!(l.n_parts, 66, "{l:?}");
     assert_eq!(
         l.stride.inputs, 2,
         "comm_r and the challenge per sector: {l:?}"
     );
+}
+
+/// The parts layout recorded for `kind`'s 2 KiB circuit (after [`paths_agree`]), checked
+/// to cover the circuit's measured counts.
+fn recorded_layout(kind: FilecoinKind) -> cuzk_groth16::sublayout::SubLayout {
+    let sector = crate::common::sector_2k();
+    let proof = parse(kind, &sector.request(kind).expect("request")).expect("parse");
+    let l = layout(&proof.circuit_id()).unwrap_or_else(|| panic!("{kind}: no parts layout"));
+    let shape = CircuitShape::of(kind, SectorSize::S2KiB);
+    let total = Counts {
+        inputs: shape.inputs,
+        aux: shape.aux,
+        constraints: shape.constraints,
+    };
+    assert_eq!(l.total(), total, "{kind}");
+    l
 }
 
 /// A SnapDeals partition through the mirrored update circuit's challenges
@@ -134,26 +130,11 @@ fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
 #[test]
 fn snap_deals_challenges_in_parallel_give_the_plain_assignment() {
     paths_agree(FilecoinKind::SnapDeals);
-    let sector = crate::common::sector_2k();
-    let proof = parse(
-        FilecoinKind::SnapDeals,
-        &sector.request(FilecoinKind::SnapDeals).expect("request"),
-    )
-    .expect("parse");
-    let l = layout(&proof.circuit_id()).expect("SnapDeals partitions split into challenges");
+    let l = recorded_layout(FilecoinKind::SnapDeals);
     // 10 challenges below 16 MiB; the inputs (ONE, k_and_h_select, comm_r_old,
     // comm_d_new, comm_r_new) all sit in the prefix.
     assert_eq!(l.n_parts, 10, "{l:?}");
     assert_eq!((l.prefix.inputs, l.stride.inputs), (5, 0), "{l:?}");
-    let shape = CircuitShape::of(FilecoinKind::SnapDeals, SectorSize::S2KiB);
-    assert_eq!(
-        l.total(),
-        Counts {
-            inputs: shape.inputs,
-            aux: shape.aux,
-            constraints: shape.constraints
-        }
-    );
 }
 
 /// The mirror of the update circuit, over all its challenges, records as the very

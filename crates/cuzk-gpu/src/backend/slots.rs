@@ -199,6 +199,12 @@ impl SlotPool {
         self.max - self.made()
     }
 
+    /// Forgets a slot whose making failed, so that a later call makes it again.
+    fn unmake(&self) {
+        self.state.lock().made -= 1;
+        self.returned.notify_one();
+    }
+
     /// Makes the slots not yet made, each big enough for `shape` with a host staging from
     /// layout byte `staged_from` on, and keeps them free; returns how many it made. Done
     /// when parameters are preloaded, so that a daemon's first proves do not wait for
@@ -232,8 +238,7 @@ impl SlotPool {
                     made += 1;
                 }
                 Err(e) => {
-                    self.state.lock().made -= 1;
-                    self.returned.notify_one();
+                    self.unmake();
                     return Err(e);
                 }
             }
@@ -301,9 +306,7 @@ impl SlotPool {
                 slot: Some(s),
             }),
             Err(e) => {
-                // The slot is gone: let a later call make it again.
-                self.state.lock().made -= 1;
-                self.returned.notify_one();
+                self.unmake();
                 Err(e)
             }
         }
