@@ -274,9 +274,7 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
             fake: opts.fake_ok && cfg.typ == PoStType::Window,
         })
     }
-}
 
-impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
     /// The partition's circuit, as `FallbackPoStCompound::circuit` makes it.
     fn circuit(&self) -> Result<FallbackPoStCircuit<Tree>, KindError> {
         crate::guard("vanilla_proofs", || {
