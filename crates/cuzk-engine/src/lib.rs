@@ -22,6 +22,7 @@
 pub mod config;
 pub mod device;
 mod engine;
+mod engine_params;
 pub mod error;
 mod faults;
 pub mod metrics;

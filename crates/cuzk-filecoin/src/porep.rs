@@ -382,6 +382,19 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepC2<Tree> {
         })?
         .map_err(|e| KindError::Other(format!("{e:#}")))
     }
+
+    /// Partition `partition_idx` as its challenges.
+    fn challenge_parts(&self, partition_idx: usize) -> Result<ChallengeParts<'_, Tree>, KindError> {
+        let vanilla = self
+            .vanilla_proofs
+            .get(partition_idx)
+            .ok_or_else(|| partition::circuit_error(partition_idx, "no such partition"))?;
+        Ok(ChallengeParts {
+            proof: self,
+            vanilla,
+            partition_idx,
+        })
+    }
 }
 
 /// A PoRep partition as its challenges: part j is the one-challenge circuit of challenge
@@ -520,18 +533,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for PoRepC2<Tree> {
     }
 
     fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
-        let vanilla = self
-            .vanilla_proofs
-            .get(partition_idx)
-            .ok_or_else(|| partition::circuit_error(partition_idx, "no such partition"))?;
+        let parts = self.challenge_parts(partition_idx)?;
         let circuit = self
-            .circuit(vanilla, partition_idx)
+            .circuit(parts.vanilla, partition_idx)
             .map_err(|e| partition::circuit_error(partition_idx, e))?;
-        let parts = ChallengeParts {
-            proof: self,
-            vanilla,
-            partition_idx,
-        };
         partition::synthesize_parts(&self.circuit_id(), circuit, &parts, partition_idx)
     }
 

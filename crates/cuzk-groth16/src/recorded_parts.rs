@@ -295,7 +295,7 @@ pub fn compare_recordings<C: Circuit<Scalar>, P: Parts>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synthetic::parts::parted;
+    use crate::synthetic::parts::{parted, PARTED_CASES};
     use crate::synthetic::{SyntheticCircuit, SyntheticShape};
 
     /// The recording made from the prefix and one part is the whole circuit's recording,
@@ -304,12 +304,7 @@ mod tests {
     /// synthesis does. See: #17.
     #[test]
     fn recording_from_parts_is_the_whole_recording() {
-        for (lg, parts, inputs) in [
-            (10u32, 2usize, None),
-            (12, 3, Some(40)),
-            (12, 18, None),
-            (13, 7, Some(64)),
-        ] {
+        for (lg, parts, inputs) in PARTED_CASES {
             let c = parted(lg, parts, inputs);
             let whole = R1cs::record(c).expect("records");
             let (from_parts, layout) = R1cs::record_parts(&c)

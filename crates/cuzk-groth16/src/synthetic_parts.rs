@@ -47,6 +47,16 @@ impl Parts for SyntheticCircuit {
     }
 }
 
+/// The (log2 rows, parts, public inputs) cases the recording and parameter tests split
+/// with [`parted`]: two to eighteen parts, with and without inputs in the parts.
+#[cfg(test)]
+pub(crate) const PARTED_CASES: [(u32, usize, Option<usize>); 4] = [
+    (10, 2, None),
+    (12, 3, Some(40)),
+    (12, 18, None),
+    (13, 7, Some(64)),
+];
+
 /// The circuit the recording and parameter tests split: 2^`lg` rows as `parts` parts, seed
 /// 5, `inputs` public inputs (the shape's default when `None`), a quarter of them in B.
 #[cfg(test)]

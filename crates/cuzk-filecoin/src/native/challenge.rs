@@ -25,7 +25,6 @@ use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
-use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_hashers::{Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait};
 use storage_proofs_core::gadgets::uint64::UInt64;
@@ -36,6 +35,7 @@ use super::bits::{num_to_bits_le, pack_bits, reverse_bit_numbering, Bit, CAPACIT
 use super::por::{poseidon_inclusion, Path};
 use super::poseidon::poseidon_hash;
 use super::sha256::{sha256, Word};
+use super::shared::{self, comm_r_of_columns, malformed, require_poseidon, value};
 
 /// Labels hash this many parents (`stacked::TOTAL_PARENTS`): 6 DRG and 8 expander
 /// parents repeated, or the 6 DRG parents repeated on layer 1.
@@ -62,12 +62,7 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeChallenge<Tree> {
             proof,
             check_values,
         } = self;
-        if <Tree::Hasher as Hasher>::name() != PoseidonHasher::name() {
-            return Err(malformed(format!(
-                "trees C and R hashed with {}, not Poseidon",
-                <Tree::Hasher as Hasher>::name()
-            )));
-        }
+        require_poseidon::<Tree>("trees C and R")?;
         // The prefix, as `StackedCircuit::synthesize` allocates it.
         let replica_id = AllocatedNum::alloc(&mut *cs, || Ok(replica_id.into()))?;
         replica_id.inputize(&mut *cs)?;
@@ -78,15 +73,7 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeChallenge<Tree> {
         let comm_r_last = AllocatedNum::alloc(&mut *cs, || Ok(proof.comm_r_last().into()))?;
         let comm_c = AllocatedNum::alloc(&mut *cs, || Ok(proof.comm_c().into()))?;
         // `hash2_circuit` of the tree's hasher, Poseidon (checked above).
-        let hash = poseidon_hash(
-            cs,
-            &[value(&comm_c)?, value(&comm_r_last)?],
-            &*POSEIDON_CONSTANTS_2,
-        )?;
-        if check_values && hash.get_value() != comm_r.get_value() {
-            return Err(wrong("its H(comm_c ‖ comm_r_last) is not comm_r".into()));
-        }
-        constraint::equal(cs, || "comm_r", &comm_r, &hash);
+        comm_r_of_columns(cs, &comm_r, &comm_c, &comm_r_last, check_values, KIND)?;
 
         let replica_id_bits = replica_id_bits
             .iter()
@@ -350,11 +337,6 @@ fn hash_column<CS: ConstraintSystem<Fr>>(
     }
 }
 
-/// An allocated number's value.
-fn value(num: &AllocatedNum<Fr>) -> Result<Fr, SynthesisError> {
-    num.get_value().ok_or(SynthesisError::AssignmentMissing)
-}
-
 type TreeProof<Tree> = storage_proofs_core::merkle::MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
@@ -394,16 +376,10 @@ fn labeling_node<Tree: 'static + MerkleTreeTrait>(
         .ok_or_else(|| malformed("a labeling proof without its node".into()))
 }
 
-/// A value of the mirror that a verified vanilla proof contradicts: a bug of the mirror.
+/// A value of this mirror that a verified vanilla proof contradicts: a bug of the mirror.
 fn wrong(what: String) -> SynthesisError {
-    SynthesisError::IoError(std::io::Error::other(format!(
-        "native porep witness is wrong, not proving with it: {what}"
-    )))
+    shared::wrong(KIND, what)
 }
 
-/// A vanilla proof of another shape than the circuit's: the real circuit would panic on
-/// an assert; here it is an error naming what is wrong. Shared by every mirror (PoRep
-/// challenges, PoSt sectors, the Poseidon paths both take).
-pub(crate) fn malformed(what: String) -> SynthesisError {
-    SynthesisError::IoError(std::io::Error::other(format!("native witness: {what}")))
-}
+/// The mirror's name in its errors.
+const KIND: &str = "porep";

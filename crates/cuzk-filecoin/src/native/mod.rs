@@ -11,6 +11,8 @@
 //! - `por.rs`: storage-proofs' `PoRCircuit` over a Poseidon tree (trees C and R).
 //! - `challenge.rs`: storage-proofs-porep 19.1's one-challenge PoRep circuit, its SHA-256
 //!   and Poseidon hashes native, the rest through the real gadgets.
+//! - `shared.rs`: the mirrors' errors, the Poseidon-tree requirement and the
+//!   `comm_r = H(comm_c ‖ comm_r_last)` check both circuits make.
 //! - `post_sector.rs`: one sector of storage-proofs-post 19.1's fallback PoSt circuit, its
 //!   Poseidon hashes native, the rest through the real gadgets.
 
@@ -20,6 +22,7 @@ pub(crate) mod por;
 pub(crate) mod poseidon;
 pub(crate) mod post_sector;
 pub(crate) mod sha256;
+pub(crate) mod shared;
 
 pub(crate) use challenge::NativeChallenge;
 /// The witness-only system a mirror is compared on: cuzk-groth16's own.

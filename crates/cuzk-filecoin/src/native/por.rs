@@ -20,8 +20,8 @@ use filecoin_proofs::MerkleTreeTrait;
 use storage_proofs_core::gadgets::{constraint, insertion::insert};
 use storage_proofs_core::merkle::{base_path_length, compound_path_length};
 
-use super::challenge::malformed;
 use super::poseidon::poseidon_hash;
+use super::shared::malformed;
 
 /// A Merkle path as circuits take it: per level, the siblings and the index.
 pub(crate) type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;

@@ -22,15 +22,11 @@ use std::marker::PhantomData;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
-use filecoin_hashers::poseidon::PoseidonHasher;
-use filecoin_hashers::{Hasher, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::MerkleTreeTrait;
-use storage_proofs_core::gadgets::constraint;
 use storage_proofs_post::fallback::{Sector, SectorProof};
 
-use super::challenge::malformed;
 use super::por::{poseidon_inclusion, Path};
-use super::poseidon::poseidon_hash;
+use super::shared::{self, comm_r_of_columns, malformed, require_poseidon};
 
 /// One PoSt sector's circuit for the witness only: the values `Sector::circuit` gives the
 /// gadget, with the inclusion paths as the vanilla proof's options (the gadget's
@@ -88,12 +84,7 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeSector<Tree> {
             check_values,
             _tree,
         } = self;
-        if <Tree::Hasher as Hasher>::name() != PoseidonHasher::name() {
-            return Err(malformed(format!(
-                "tree R hashed with {}, not Poseidon",
-                <Tree::Hasher as Hasher>::name()
-            )));
-        }
+        require_poseidon::<Tree>("tree R")?;
         // The gadget asserts it.
         if leafs.len() != paths.len() {
             return Err(malformed(format!(
@@ -107,15 +98,7 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Fr> for NativeSector<Tree> {
         let comm_r = alloc(cs, comm_r)?;
         comm_r.inputize(&mut *cs)?;
         // `hash2_circuit` of tree R's hasher, Poseidon (checked above).
-        let hash = poseidon_hash(
-            cs,
-            &[value(&comm_c)?, value(&comm_r_last)?],
-            &*POSEIDON_CONSTANTS_2,
-        )?;
-        if check_values && hash.get_value() != comm_r.get_value() {
-            return Err(wrong("its H(comm_c ‖ comm_r_last) is not comm_r".into()));
-        }
-        constraint::equal(cs, || "comm_r", &comm_r, &hash);
+        comm_r_of_columns(cs, &comm_r, &comm_c, &comm_r_last, check_values, KIND)?;
 
         // `PoRCircuit::synthesize(Root::Val(leaf), path, Root::Var(comm_r_last), true)`.
         for (i, (leaf, path)) in leafs.into_iter().zip(paths).enumerate() {
@@ -139,14 +122,10 @@ fn alloc<CS: ConstraintSystem<Fr>>(
     AllocatedNum::alloc(&mut *cs, || value.ok_or(SynthesisError::AssignmentMissing))
 }
 
-/// An allocated number's value.
-fn value(num: &AllocatedNum<Fr>) -> Result<Fr, SynthesisError> {
-    num.get_value().ok_or(SynthesisError::AssignmentMissing)
+/// A value of this mirror that a verified vanilla proof contradicts: a bug of the mirror.
+fn wrong(what: String) -> SynthesisError {
+    shared::wrong(KIND, what)
 }
 
-/// A value of the mirror that a verified vanilla proof contradicts: a bug of the mirror.
-fn wrong(what: String) -> SynthesisError {
-    SynthesisError::IoError(std::io::Error::other(format!(
-        "native post witness is wrong, not proving with it: {what}"
-    )))
-}
+/// The mirror's name in its errors.
+const KIND: &str = "post";

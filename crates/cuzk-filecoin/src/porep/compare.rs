@@ -9,9 +9,8 @@ use cuzk_groth16::{KindError, ProofRequest, SynthesisError};
 use filecoin_proofs::MerkleTreeTrait;
 use filecoin_proofs_api::seal::VanillaSealProof;
 
-use super::{parse, read_c1, C1Meta, ChallengeParts, PartitionVanilla, Piece, PoRepC2};
+use super::{parse, read_c1, C1Meta, PartitionVanilla, Piece, PoRepC2};
 use crate::native::Collected;
-use crate::partition;
 
 /// Partition `partition_idx` of a PoRep request recorded whole and recorded from its
 /// prefix and one challenge (`cuzk_groth16::recorded::compare_recordings`): `None` when
@@ -32,16 +31,8 @@ pub fn compare_recordings(
         k: usize,
     ) -> Result<Option<String>, KindError> {
         let proof = PoRepC2::new(meta, proofs)?;
-        let vanilla = proof
-            .vanilla_proofs
-            .get(k)
-            .ok_or_else(|| partition::circuit_error(k, "no such partition"))?;
-        let circuit = proof.circuit(vanilla, k)?;
-        let parts = ChallengeParts {
-            proof: &proof,
-            vanilla,
-            partition_idx: k,
-        };
+        let parts = proof.challenge_parts(k)?;
+        let circuit = proof.circuit(parts.vanilla, k)?;
         cuzk_groth16::recorded::compare_recordings(circuit, &parts).map_err(|e| {
             KindError::Synthesis {
                 partition_idx: k,
@@ -85,15 +76,7 @@ pub fn compare_native_witness(
         only: Option<usize>,
     ) -> Result<Option<String>, KindError> {
         let proof = PoRepC2::new(meta, proofs)?;
-        let vanilla = proof
-            .vanilla_proofs
-            .get(k)
-            .ok_or_else(|| partition::circuit_error(k, "no such partition"))?;
-        let parts = ChallengeParts {
-            proof: &proof,
-            vanilla,
-            partition_idx: k,
-        };
+        let parts = proof.challenge_parts(k)?;
         let run = |j: usize, piece: Result<Piece<Tree>, SynthesisError>| {
             let failed = |e: String| KindError::Synthesis {
                 partition_idx: k,

@@ -263,7 +263,7 @@ fn split_parts(mut rest: &mut [Scalar], len: usize, n: usize) -> Vec<&mut [Scala
 mod tests {
     use super::super::{generate_parts, generate_with, CpuFixedBase, Qap, ToxicWaste};
     use super::*;
-    use crate::synthetic::parts::parted;
+    use crate::synthetic::parts::{parted, PARTED_CASES};
     use crate::synthetic::{SyntheticCircuit, SyntheticShape};
     use rand_chacha::rand_core::SeedableRng;
 
@@ -275,12 +275,7 @@ mod tests {
     /// part counts, with and without public inputs in the parts. See: #17.
     #[test]
     fn the_qap_from_parts_is_the_whole_circuits() {
-        for (lg, parts, inputs) in [
-            (10u32, 2usize, None),
-            (12, 3, Some(40)),
-            (12, 18, None),
-            (13, 7, Some(64)),
-        ] {
+        for (lg, parts, inputs) in PARTED_CASES {
             let c = parted(lg, parts, inputs);
             let whole = Qap::of_circuit(c, tau(lg.into())).expect("whole");
             let from_parts = Qap::of_parts(&c, tau(lg.into()))

@@ -256,20 +256,31 @@ mod tests {
     use crate::synthetic::{SyntheticCircuit, SyntheticShape};
     use rand_chacha::rand_core::SeedableRng;
 
+    /// The parameters of the synthetic circuit of 2^`lg` rows and structure `seed`.
+    fn srs_of(lg: u32, seed: u64) -> Srs {
+        let c = SyntheticCircuit::with_log_n(lg, seed, SyntheticShape::default()).expect("circuit");
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed + 2);
+        generate(c, &mut rng, &CpuFixedBase::default())
+            .expect("generates")
+            .srs
+    }
+
+    /// A fresh folder under the system's temp dir, named for the test and this process.
+    fn temp_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("cuzk-paramgen-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
     /// The parallel writer's file is byte for byte the sequential writer's, with sections
     /// longer than one task.
     #[test]
     fn same_bytes_as_the_sequential_writer() {
-        let c = SyntheticCircuit::with_log_n(16, 2, SyntheticShape::default()).expect("circuit");
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(4);
-        let srs = generate(c, &mut rng, &CpuFixedBase::default())
-            .expect("generates")
-            .srs;
+        let srs = srs_of(16, 2);
         assert!(srs.h.len() > POINTS_PER_TASK && srs.l.len() > POINTS_PER_TASK);
         let mut want = Vec::new();
         srs.write_to(&mut want).expect("writes");
-        let dir = std::env::temp_dir().join(format!("cuzk-paramgen-save-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let dir = temp_dir("save");
         let path = dir.join("p.params");
         save(&srs, &path).expect("saves");
         let got = std::fs::read(&path).expect("reads");
@@ -287,8 +298,7 @@ mod tests {
         let c = SyntheticCircuit::with_log_n(16, 3, SyntheticShape::default()).expect("circuit");
         let toxic = ToxicWaste::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(6));
         let fb = CpuFixedBase::default();
-        let dir = std::env::temp_dir().join(format!("cuzk-paramgen-into-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let dir = temp_dir("into");
         let path = dir.join("p.params");
         let g = generate_in_domain(c, &toxic, &fb, None, Some(&path)).expect("generates");
         assert!(g.srs.h.len() > POINTS_PER_TASK && g.srs.l.len() > POINTS_PER_TASK);
@@ -310,13 +320,8 @@ mod tests {
     /// A section is written only with its own count and group.
     #[test]
     fn a_section_of_another_size_is_refused() {
-        let c = SyntheticCircuit::with_log_n(8, 2, SyntheticShape::default()).expect("circuit");
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
-        let srs = generate(c, &mut rng, &CpuFixedBase::default())
-            .expect("generates")
-            .srs;
-        let dir = std::env::temp_dir().join(format!("cuzk-paramgen-sec-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let srs = srs_of(8, 2);
+        let dir = temp_dir("sec");
         let counts = [
             srs.h.len(),
             srs.l.len(),

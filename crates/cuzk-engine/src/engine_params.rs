@@ -1,0 +1,101 @@
+//! The parameters side of [`Engine`]: preloading an SRS (host, then each device that keeps
+//! parameters in its own memory, then the circuit's shape, so that a warm daemon's first
+//! proof starts at once), evicting it, and the SRS status with its tier.
+
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+
+use crate::srs_manager::{SrsStatus, SrsTier};
+use crate::{Engine, EngineError};
+
+impl Engine {
+    /// Loads an SRS ahead of use: (already resident, load time).
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownSrs`], [`EngineError::SrsLoad`].
+    pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
+        let (lease, loaded) = self.shared.srs.acquire(circuit_id)?;
+        let t = Instant::now();
+        // Then into each device that keeps parameters in its own memory.
+        for device in &self.shared.devices {
+            match device.spec.backend.preload_srs(lease.srs()) {
+                Ok(0) => {}
+                Ok(bytes) => {
+                    info!(circuit_id, device = %device.spec.name, bytes, "srs resident on device")
+                }
+                Err(e) => {
+                    warn!(circuit_id, device = %device.spec.name, "srs stays in host memory: {e}")
+                }
+            }
+        }
+        self.record_shape(circuit_id);
+        let elapsed = loaded.unwrap_or(Duration::ZERO) + t.elapsed();
+        Ok((loaded.is_none(), elapsed))
+    }
+
+    /// Records `circuit_id`'s shape if its provider can (a warm daemon's first proof then
+    /// synthesizes witness-only at once: a 32 GiB PoRep partition's recording otherwise
+    /// holds the first proof for seconds). A failure is logged, not returned: the first
+    /// request records the shape then.
+    fn record_shape(&self, circuit_id: &str) {
+        if !cuzk_groth16::recorded::recording_on() {
+            return;
+        }
+        let Some((provider, _)) = self
+            .shared
+            .registry
+            .resolve_params(circuit_id, &self.shared.cfg.param_dir)
+        else {
+            return;
+        };
+        let t = Instant::now();
+        match provider.record_shape(circuit_id) {
+            Ok(true) => info!(
+                circuit_id,
+                ms = t.elapsed().as_millis() as u64,
+                bytes = cuzk_groth16::recorded::recorded_bytes(),
+                "shape recorded at preload"
+            ),
+            Ok(false) => {}
+            Err(e) => warn!(circuit_id, "shape not recorded at preload: {e}"),
+        }
+    }
+
+    /// Evicts an SRS: (was resident, bytes freed).
+    ///
+    /// # Errors
+    /// [`EngineError::SrsInUse`], [`EngineError::UnknownSrs`].
+    pub fn evict_srs(&self, circuit_id: &str) -> Result<(bool, u64), EngineError> {
+        let mut device_freed = 0;
+        if let Some(srs) = self.shared.srs.resident(circuit_id) {
+            for device in &self.shared.devices {
+                device_freed += device.spec.backend.evict_srs(&srs);
+            }
+        }
+        let (was, host_freed) = self.shared.srs.evict(circuit_id)?;
+        Ok((was || device_freed > 0, host_freed + device_freed))
+    }
+
+    /// SRS entries; one resident on any device reports the `Vram` tier.
+    pub fn srs_status(&self) -> Vec<SrsStatus> {
+        let mut status = self.shared.srs.status();
+        for s in &mut status {
+            if s.tier != SrsTier::Host {
+                continue;
+            }
+            let Some(srs) = self.shared.srs.resident(&s.circuit_id) else {
+                continue;
+            };
+            if self
+                .shared
+                .devices
+                .iter()
+                .any(|d| d.spec.backend.srs_device_bytes(&srs) > 0)
+            {
+                s.tier = SrsTier::Vram;
+            }
+        }
+        status
+    }
+}
