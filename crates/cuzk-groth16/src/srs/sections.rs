@@ -60,20 +60,24 @@ impl Points<'_> {
     }
 }
 
+/// The points of each section of `srs`, in file order (H, L, A, B in G1, B in G2).
+fn section_counts(srs: &Srs) -> [usize; 5] {
+    [
+        srs.h.len(),
+        srs.l.len(),
+        srs.a.len(),
+        srs.b_g1.len(),
+        srs.b_g2.len(),
+    ]
+}
+
 /// Writes `srs` to `path` in bellperson's layout with parallel positioned writes.
 ///
 /// # Errors
 /// [`SrsError::Io`] naming `path` when a write fails or a section has more than 2^32 − 1
 /// points; the temporary file is removed then.
 pub(super) fn save(srs: &Srs, path: &Path) -> Result<(), SrsError> {
-    let counts = [
-        srs.h.len(),
-        srs.l.len(),
-        srs.a.len(),
-        srs.b_g1.len(),
-        srs.b_g2.len(),
-    ];
-    let file = SectionFile::create(path, &srs.vk, counts)?;
+    let file = SectionFile::create(path, &srs.vk, section_counts(srs))?;
     let written = (|| {
         file.write(Section::H, Points::G1(&srs.h))?;
         file.write(Section::L, Points::G1(&srs.l))?;
@@ -322,14 +326,8 @@ mod tests {
     fn a_section_of_another_size_is_refused() {
         let srs = srs_of(8, 2);
         let dir = temp_dir("sec");
-        let counts = [
-            srs.h.len(),
-            srs.l.len(),
-            srs.a.len(),
-            srs.b_g1.len(),
-            srs.b_g2.len(),
-        ];
-        let file = SectionFile::create(&dir.join("p.params"), &srs.vk, counts).expect("creates");
+        let file = SectionFile::create(&dir.join("p.params"), &srs.vk, section_counts(&srs))
+            .expect("creates");
         let short = &srs.h[1..];
         assert!(file.write(Section::H, Points::G1(short)).is_err());
         assert!(file.write(Section::BG2, Points::G1(&srs.b_g1)).is_err());
