@@ -203,6 +203,8 @@ impl Device {
             ordinal: self.spec.ordinal,
             vram_total_bytes: self.spec.vram_total_bytes,
             matrices_vram_bytes: self.spec.backend.matrices_device_bytes(),
+            vram_budget_bytes: self.spec.backend.vram_budget_bytes(),
+            vram_used_bytes: self.spec.backend.vram_used_bytes(),
             workers: self.workers,
             busy: self.busy(),
             current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),

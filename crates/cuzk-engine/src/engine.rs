@@ -378,6 +378,10 @@ impl Engine {
             memory_reserved_bytes: st.reserved_bytes,
             memory_limit_bytes: self.shared.partition_budget(),
             accepting: st.accepting,
+            memory_ledger: crate::state::MemoryLedger {
+                partitions_bytes: st.reserved_bytes,
+                ..self.shared.memory_ledger()
+            },
         };
         drop(st);
         EngineStatus {
@@ -398,6 +402,13 @@ impl Engine {
             memory_reserved_bytes: status.memory_reserved_bytes,
             memory_limit_bytes: status.memory_limit_bytes,
             srs_resident_bytes: status.srs.iter().map(|s| s.size_bytes).sum(),
+            memory_ledger: status.memory_ledger,
+            device_vram: status
+                .devices
+                .iter()
+                .filter(|d| d.is_gpu)
+                .map(|d| (d.name.clone(), d.vram_budget_bytes, d.vram_used_bytes))
+                .collect(),
             device_busy_s: status
                 .devices
                 .iter()

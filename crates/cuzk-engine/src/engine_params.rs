@@ -6,8 +6,32 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
+use cuzk_groth16::Srs;
+
 use crate::srs_manager::{SrsStatus, SrsTier};
+use crate::state::Shared;
 use crate::{Engine, EngineError};
+
+/// Releases the host copy of `circuit_id`'s points when every regular device in service
+/// holds `srs` in its own memory (the CPU fallback reads them again if it must prove).
+/// Called after a preload and after each prove on a device; cheap when there is nothing
+/// to do (a fingerprint per device).
+pub(crate) fn release_if_held(shared: &Shared, circuit_id: &str, srs: &Srs) {
+    if srs.is_released() {
+        return;
+    }
+    let mut regular = shared
+        .devices
+        .iter()
+        .filter(|d| !d.fallback && d.in_service())
+        .peekable();
+    if regular.peek().is_none() {
+        return;
+    }
+    if regular.all(|d| d.spec.backend.srs_device_bytes(srs) > 0) {
+        shared.srs.release(circuit_id);
+    }
+}
 
 impl Engine {
     /// Loads an SRS ahead of use: (already resident, load time).
@@ -29,6 +53,8 @@ impl Engine {
                 }
             }
         }
+        release_if_held(&self.shared, circuit_id, lease.srs());
+        drop(lease);
         self.record_shape(circuit_id);
         let elapsed = loaded.unwrap_or(Duration::ZERO) + t.elapsed();
         Ok((loaded.is_none(), elapsed))

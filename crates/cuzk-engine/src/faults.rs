@@ -133,6 +133,9 @@ pub(crate) enum CallOutcome {
     Fault(String),
     /// The call did not return within the limit.
     Hung(Duration),
+    /// The parameters' points were released from host memory and the device no longer
+    /// holds them: nobody's fault; prove again with the points read back.
+    NeedsPoints,
 }
 
 /// Proves `asg` on `device`; a GPU's call runs on a thread of its own and is abandoned
@@ -176,6 +179,7 @@ fn prove_caught(device: &Device, asg: &Assignment, srs: &Srs) -> CallOutcome {
     }));
     match result {
         Ok(Ok(proved)) => CallOutcome::Proved(Box::new(proved)),
+        Ok(Err(ProveError::Backend(BackendError::SrsReleased))) => CallOutcome::NeedsPoints,
         Ok(Err(
             err @ ProveError::Backend(BackendError::Device { .. } | BackendError::Cancelled),
         )) => CallOutcome::Fault(err.to_string()),

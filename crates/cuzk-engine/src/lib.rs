@@ -51,6 +51,7 @@ pub use error::EngineError;
 pub use faults::RetryCause;
 pub use registry::{KindRegistry, ParamsProvider};
 pub use srs_manager::{SrsStatus, SrsTier};
+pub use state::MemoryLedger;
 pub use status::{DeviceStatus, EngineStatus, KindQueue};
 pub use timeline::{Stage, TimelineEvent};
 pub use types::{

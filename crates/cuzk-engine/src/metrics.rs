@@ -114,6 +114,10 @@ pub struct Gauges {
     pub memory_limit_bytes: u64,
     /// Host bytes of resident SRSs.
     pub srs_resident_bytes: u64,
+    /// The host-memory ledger.
+    pub memory_ledger: crate::state::MemoryLedger,
+    /// Per GPU: name, VRAM budget and VRAM held, bytes.
+    pub device_vram: Vec<(String, u64, u64)>,
     /// Per device: name and seconds spent under its compute token.
     pub device_busy_s: Vec<(String, f64)>,
     /// Seconds since the engine started.
@@ -243,6 +247,42 @@ impl Metrics {
             "host bytes of resident SRSs",
             gauges.srs_resident_bytes as f64,
         );
+        let l = &gauges.memory_ledger;
+        scalar(
+            &mut out,
+            "cuzk_host_memory_budget_bytes",
+            "the one host-memory budget the ledger stays under",
+            l.budget_bytes as f64,
+        );
+        let _ = writeln!(
+            out,
+            "# HELP cuzk_host_memory_bytes host memory held, by ledger item"
+        );
+        let _ = writeln!(out, "# TYPE cuzk_host_memory_bytes gauge");
+        for (item, bytes) in [
+            ("srs", l.srs_bytes),
+            ("recorded_shapes", l.recorded_bytes),
+            ("pinned_staging", l.pinned_bytes),
+            ("device_compute", l.device_compute_bytes),
+            ("partitions", l.partitions_bytes),
+        ] {
+            let _ = writeln!(out, "cuzk_host_memory_bytes{{item=\"{item}\"}} {bytes}");
+        }
+        for (name, help, pick) in [
+            (
+                "cuzk_vram_budget_bytes",
+                "device memory the backend may hold",
+                0,
+            ),
+            ("cuzk_vram_used_bytes", "device memory the backend holds", 1),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            for (device, budget, used) in &gauges.device_vram {
+                let v = if pick == 0 { budget } else { used };
+                let _ = writeln!(out, "{name}{{device=\"{device}\"}} {v}");
+            }
+        }
         scalar(
             &mut out,
             "cuzk_uptime_seconds",

@@ -4,6 +4,12 @@
 //! least-recently-used first, and reports each entry's tier as it really is: resident in
 //! host memory, or known on disk only. Which file a circuit id names is the
 //! [`KindRegistry`]'s business.
+//!
+//! Once every device that proves with an SRS holds its points in its own memory, the
+//! engine [`SrsManager::release`]s the host copy: the entry keeps a [`Srs::released`]
+//! copy (verifying key, lengths, fingerprint) and counts no host bytes. A prove that needs
+//! the points again (a device that lost its copy, the CPU fallback) asks
+//! [`SrsManager::acquire_full`], which reads the file again, one reload at a time.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -70,6 +76,8 @@ pub struct SrsManager {
     registry: Arc<KindRegistry>,
     entries: Mutex<HashMap<String, Entry>>,
     load_done: Condvar,
+    // Serializes reloads of released SRSs: two at once would hold two host copies.
+    reloading: Mutex<()>,
 }
 
 /// A reference to a resident SRS; the entry cannot be evicted while a lease lives.
@@ -116,6 +124,7 @@ impl SrsManager {
             registry,
             entries: Mutex::new(HashMap::new()),
             load_done: Condvar::new(),
+            reloading: Mutex::new(()),
         }
     }
 
@@ -239,6 +248,86 @@ impl SrsManager {
                 })
             }
         }
+    }
+
+    /// Drops the host copy of `circuit_id`'s points, keeping a [`Srs::released`] copy in
+    /// the entry (the leases already given out keep theirs until they end). Returns the
+    /// host bytes it will free; 0 when it is not resident or already released.
+    pub fn release(&self, circuit_id: &str) -> u64 {
+        let mut entries = self.entries.lock();
+        let Some(entry) = entries.get_mut(circuit_id) else {
+            return 0;
+        };
+        let Residency::Resident(srs) = &entry.residency else {
+            return 0;
+        };
+        if srs.is_released() {
+            return 0;
+        }
+        let released = Arc::new(srs.released());
+        let freed = entry.size_bytes;
+        entry.residency = Residency::Resident(released);
+        entry.size_bytes = 0;
+        info!(
+            circuit_id,
+            freed_bytes = freed,
+            "srs host copy released: every device holds its points"
+        );
+        freed
+    }
+
+    /// A lease on `circuit_id`'s SRS with its points in host memory: the resident copy, or,
+    /// when it was released, a copy read from the file again (which then replaces the
+    /// released one in the entry).
+    ///
+    /// # Errors
+    /// As [`SrsManager::acquire`].
+    pub fn acquire_full(self: &Arc<Self>, circuit_id: &str) -> Result<SrsLease, EngineError> {
+        let (lease, _) = self.acquire(circuit_id)?;
+        if !lease.srs().is_released() {
+            return Ok(lease);
+        }
+        let _one = self.reloading.lock();
+        // Another caller may have reloaded it while this one waited.
+        let (lease, _) = self.acquire(circuit_id)?;
+        if !lease.srs().is_released() {
+            return Ok(lease);
+        }
+        let path = self
+            .entries
+            .lock()
+            .get(circuit_id)
+            .map(|e| e.path.clone())
+            .unwrap_or_default();
+        let started = Instant::now();
+        let srs = Srs::load(&path, self.options).map_err(|e| EngineError::SrsLoad {
+            circuit_id: circuit_id.to_string(),
+            reason: e.to_string(),
+        })?;
+        let srs = Arc::new(srs);
+        let size_bytes = srs.host_bytes() as u64;
+        info!(
+            circuit_id,
+            size_bytes,
+            load_ms = started.elapsed().as_millis() as u64,
+            "srs host copy read again: a device needs its points"
+        );
+        let mut entries = self.entries.lock();
+        if let Some(entry) = entries.get_mut(circuit_id) {
+            entry.residency = Residency::Resident(srs.clone());
+            entry.size_bytes = size_bytes;
+            entry.refs += 1;
+            entry.last_used = Instant::now();
+        }
+        self.evict_over_budget(&mut entries);
+        drop(entries);
+        // The released lease goes; its reference was counted separately.
+        drop(lease);
+        Ok(SrsLease {
+            manager: self.clone(),
+            circuit_id: circuit_id.to_string(),
+            srs,
+        })
     }
 
     /// Loads `circuit_id` ahead of use. Returns whether it was already resident and how

@@ -179,6 +179,36 @@ pub(crate) struct Shared {
     pub id_prefix: String,
 }
 
+/// The host-memory ledger: what the process holds, by item, and the one budget their sum
+/// stays under (`host_memory_budget_bytes + srs_budget_bytes + recorded_r1cs_budget_bytes`,
+/// by default the machine's memory less an eighth: `sizing.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryLedger {
+    /// The whole budget.
+    pub budget_bytes: u64,
+    /// Host copies of SRSs (0 for one released while every device holds it).
+    pub srs_bytes: u64,
+    /// Recorded constraint systems (the shapes whose witness-only synthesis they allow).
+    pub recorded_bytes: u64,
+    /// The devices' pinned staging.
+    pub pinned_bytes: u64,
+    /// What the devices' compute calls allocate on the host (a, b, c evaluated there).
+    pub device_compute_bytes: u64,
+    /// Reserved by partitions in flight.
+    pub partitions_bytes: u64,
+}
+
+impl MemoryLedger {
+    /// The items' sum.
+    pub fn total_bytes(&self) -> u64 {
+        self.srs_bytes
+            + self.recorded_bytes
+            + self.pinned_bytes
+            + self.device_compute_bytes
+            + self.partitions_bytes
+    }
+}
+
 /// Host bytes reserved from the budget; returned (and waiters woken) on drop.
 /// Never drop one while holding the state lock: its drop takes that lock.
 pub(crate) struct Reservation {
@@ -202,17 +232,38 @@ impl Shared {
         worker_idx >= self.cfg.synthesis_workers
     }
 
-    /// Host bytes partitions in flight may reserve now: `host_memory_budget_bytes` less
-    /// the devices' pinned staging, which is host memory too (9.4 GB per GPU worker at
-    /// 2^27) and is made on a worker's first prove of a size, so it is read at each
-    /// admission. Until it exists the partitions admitted may overdraw by it.
+    /// Host bytes partitions in flight may reserve now, from the one host-memory ledger
+    /// ([`Shared::memory_ledger`]): `host_memory_budget_bytes` less what the devices hold
+    /// on the host (pinned staging: 9.4 GB per GPU worker at 2^27, 22.3 GB when it stages
+    /// a, b, c too; a, b, c evaluated on the host when the matrices do not fit the device:
+    /// 12.9 GB per call), and never more than the whole budget (the three budgets' sum)
+    /// less everything else the ledger holds. Read at each admission: the devices' parts
+    /// appear on their first proves.
     pub fn partition_budget(&self) -> u64 {
-        let pinned: u64 = self
-            .devices
-            .iter()
-            .map(|d| d.spec.backend.host_pinned_bytes())
-            .sum();
-        self.cfg.host_memory_budget_bytes.saturating_sub(pinned)
+        let ledger = self.memory_ledger();
+        let devices = ledger.pinned_bytes + ledger.device_compute_bytes;
+        let by_item = self.cfg.host_memory_budget_bytes.saturating_sub(devices);
+        let by_total = ledger
+            .budget_bytes
+            .saturating_sub(devices + ledger.srs_bytes + ledger.recorded_bytes);
+        by_item.min(by_total)
+    }
+
+    /// What the process holds in host memory, by item, against its one budget.
+    pub fn memory_ledger(&self) -> MemoryLedger {
+        let sum = |f: fn(&dyn cuzk_groth16::Backend) -> u64| -> u64 {
+            self.devices.iter().map(|d| f(&*d.spec.backend)).sum()
+        };
+        MemoryLedger {
+            budget_bytes: self.cfg.host_memory_budget_bytes
+                + self.cfg.srs_budget_bytes
+                + self.cfg.recorded_r1cs_budget_bytes,
+            srs_bytes: self.srs.resident_bytes(),
+            recorded_bytes: cuzk_groth16::recorded::recorded_bytes(),
+            pinned_bytes: sum(|b| b.host_pinned_bytes()),
+            device_compute_bytes: sum(|b| b.host_compute_bytes()),
+            partitions_bytes: 0,
+        }
     }
 
     /// Takes the next partition to synthesize for worker `worker_idx` if look-ahead and the

@@ -23,6 +23,10 @@ pub struct DeviceStatus {
     /// Device memory held by recorded constraint matrices (a, b, c computed on the
     /// device), beside the resident SRSs.
     pub matrices_vram_bytes: u64,
+    /// Device memory the backend may hold in all (its VRAM budget; 0 for the CPU).
+    pub vram_budget_bytes: u64,
+    /// Device memory the backend holds now (SRSs, matrices, slots, scratch).
+    pub vram_used_bytes: u64,
     /// Prove workers on it.
     pub workers: usize,
     /// Time spent under its compute token since start.
@@ -92,4 +96,6 @@ pub struct EngineStatus {
     pub memory_limit_bytes: u64,
     /// False once a drain has begun.
     pub accepting: bool,
+    /// The host-memory ledger by item, against its one budget.
+    pub memory_ledger: crate::state::MemoryLedger,
 }

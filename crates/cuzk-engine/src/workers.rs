@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_groth16::{KindError, Proof, VerifyingKey};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::device::Device;
 use crate::faults::{self, CallOutcome, RetryCause, Route};
+use crate::srs_manager::SrsLease;
 use crate::state::{Job, JobEnd, Ready, Shared, State};
 use crate::timeline::{Stage, TimelineEvent};
 use crate::JobState;
@@ -207,7 +208,7 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
 
 /// Proves one partition on `device` and hands the proof on, sends the partition to
 /// another device after a device fault, or fails its job.
-fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Ready) {
+fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, mut ready: Ready) {
     let job = ready.job.clone();
     let partition_idx = ready.partition_idx;
     let t_pop = Instant::now();
@@ -249,19 +250,49 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Re
             t_start,
         );
     }
-    let outcome = faults::call_backend(
+    // Released host points that this device does not hold (the CPU fallback, a device
+    // that lost its copy) are read back before the call.
+    let needs_points = |lease: &SrsLease| {
+        lease.srs().is_released() && device.spec.backend.srs_device_bytes(lease.srs()) == 0
+    };
+    if needs_points(&ready.lease) {
+        match shared.srs.acquire_full(&job.circuit_id) {
+            Ok(full) => ready.lease = full,
+            Err(err) => {
+                warn!(job = %job.id, partition = partition_idx, "srs points not read back: {err}")
+            }
+        }
+    }
+    let mut outcome = faults::call_backend(
         device,
         &ready.asg,
         ready.lease.srs(),
         shared.cfg.prove_timeout,
     );
+    if matches!(outcome, CallOutcome::NeedsPoints) {
+        // Evicted between the check and the call: once more with the points.
+        outcome = match shared.srs.acquire_full(&job.circuit_id) {
+            Ok(full) => {
+                ready.lease = full;
+                faults::call_backend(
+                    device,
+                    &ready.asg,
+                    ready.lease.srs(),
+                    shared.cfg.prove_timeout,
+                )
+            }
+            Err(err) => {
+                CallOutcome::Refused(format!("the parameters' points cannot be read back: {err}"))
+            }
+        };
+    }
     let t_end = Instant::now();
     // After a fault the token is kept until the fault is counted, so that the device's
     // next worker finds it out of service if this fault took it out (a hung call's
     // token is released here too: nothing waits for it).
     let token = match outcome {
         CallOutcome::Fault(_) | CallOutcome::Hung(_) => token,
-        CallOutcome::Proved(_) | CallOutcome::Refused(_) => {
+        CallOutcome::Proved(_) | CallOutcome::Refused(_) | CallOutcome::NeedsPoints => {
             drop(token);
             None
         }
@@ -309,7 +340,20 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, ready: Re
     let (cause, fault) = match outcome {
         CallOutcome::Proved(proved) => {
             device.record_success();
+            crate::engine_params::release_if_held(shared, &job.circuit_id, ready.lease.srs());
             return record_proof(shared, device, ready, proved.0, t_end - t_start);
+        }
+        CallOutcome::NeedsPoints => {
+            let reason = format!(
+                "partition {partition_idx} on {dev_name}: the parameters' points were released twice in a row"
+            );
+            let mut st = shared.state.lock();
+            st.in_proving -= 1;
+            *device.current.lock() = None;
+            let dropped = shared.finish_job(&mut st, &job.id, JobEnd::failed(reason));
+            drop(st);
+            drop(dropped);
+            return;
         }
         CallOutcome::Refused(reason) => {
             let reason = format!("partition {partition_idx} on {dev_name}: {reason}");

@@ -209,6 +209,11 @@ pub enum BackendError {
     /// The prove was cancelled before it finished.
     #[error("cancelled")]
     Cancelled,
+    /// The parameters' query points were released from host memory ([`crate::Srs::released`])
+    /// and this backend does not hold them itself: the caller proves again with the points
+    /// loaded.
+    #[error("the parameters' points are not in host memory and this device does not hold them")]
+    SrsReleased,
 }
 
 /// A prover backend: computes H and the five MSMs of one partition.
@@ -254,6 +259,24 @@ pub trait Backend: Send + Sync {
     /// 0 for a backend without a device). The engine counts them against the host memory
     /// it lets partitions reserve.
     fn host_pinned_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Host bytes this backend's compute calls may allocate at once beyond their
+    /// assignments, over all its workers (a GPU evaluates a, b, c on the host when the
+    /// recorded matrices do not fit its memory: 3 × 2^lg scalars per call). The engine
+    /// counts them against the host memory it lets partitions reserve.
+    fn host_compute_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Device bytes the backend may hold in all (0 for a backend without device memory).
+    fn vram_budget_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Device bytes the backend holds now.
+    fn vram_used_bytes(&self) -> u64 {
         0
     }
 

@@ -49,6 +49,32 @@ pub struct Srs {
     pub b_g1: Vec<G1Affine>,
     /// B query in G2: same indices as `b_g1`.
     pub b_g2: Vec<G2Affine>,
+    /// Set when the query points were dropped from host memory because every device that
+    /// proves with them holds them in its own memory ([`Srs::released`]); the five vectors
+    /// are then empty and this keeps what they were.
+    pub released: Option<Released>,
+}
+
+/// What a released [`Srs`] keeps of its query points: their lengths and identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Released {
+    /// Points of H, L, A and B (B in G1 and B in G2 have the same length).
+    pub lens: QueryLens,
+    /// [`Srs::fingerprint`] of the points that were there.
+    pub fingerprint: [u8; 32],
+}
+
+/// The lengths of the query vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryLens {
+    /// H: `domain − 1`.
+    pub h: usize,
+    /// L: one per aux variable.
+    pub l: usize,
+    /// A.
+    pub a: usize,
+    /// B in G1 and in G2.
+    pub b: usize,
 }
 
 /// A parameters file that cannot be used, naming the file, the section and the offset.
@@ -239,6 +265,7 @@ impl Srs {
             a,
             b_g1,
             b_g2,
+            released: None,
         })
     }
 
@@ -260,6 +287,7 @@ impl Srs {
             a: params.a.to_vec(),
             b_g1: params.b_g1.to_vec(),
             b_g2: params.b_g2.to_vec(),
+            released: None,
         }
     }
 
@@ -288,16 +316,97 @@ impl Srs {
 
     /// Number of aux (private) variables: the L query's length.
     pub fn n_aux(&self) -> usize {
-        self.l.len()
+        self.lens().l
     }
 
     /// log2 of the evaluation domain (`h.len() + 1` is a power of two, checked on load).
     pub fn lg_domain(&self) -> u32 {
-        (self.h.len() + 1).next_power_of_two().trailing_zeros()
+        (self.lens().h + 1).next_power_of_two().trailing_zeros()
     }
 
-    /// Host bytes held by the decoded points.
+    /// Host bytes held by the decoded points (0 once released).
     pub fn host_bytes(&self) -> usize {
         96 * (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) + 192 * self.b_g2.len()
+    }
+
+    /// The query lengths, also of a released SRS.
+    pub fn lens(&self) -> QueryLens {
+        match self.released {
+            Some(r) => r.lens,
+            None => QueryLens {
+                h: self.h.len(),
+                l: self.l.len(),
+                a: self.a.len(),
+                b: self.b_g1.len(),
+            },
+        }
+    }
+
+    /// Whether the query points were released from host memory.
+    pub fn is_released(&self) -> bool {
+        self.released.is_some()
+    }
+
+    /// A copy without the query points (verifying key, path, lengths and fingerprint
+    /// kept), for when every device that proves with it holds the points itself: a
+    /// 32 GiB PoRep SRS is 47.4 GB of host memory that a VRAM-resident daemon never reads.
+    pub fn released(&self) -> Srs {
+        Srs {
+            path: self.path.clone(),
+            vk: self.vk.clone(),
+            h: Vec::new(),
+            l: Vec::new(),
+            a: Vec::new(),
+            b_g1: Vec::new(),
+            b_g2: Vec::new(),
+            released: Some(Released {
+                lens: self.lens(),
+                fingerprint: self.fingerprint(),
+            }),
+        }
+    }
+
+    /// SHA-256 identity of the parameters: the verifying key's compressed points, the five
+    /// query lengths and up to 17 points of each query (evenly spaced, and the last). A
+    /// released SRS gives the fingerprint of the points it had. Devices key the copies they
+    /// hold by it.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        /// Points sampled from each query (plus the last one).
+        const SAMPLE_POINTS: usize = 16;
+        if let Some(r) = self.released {
+            return r.fingerprint;
+        }
+        let mut h = Sha256::new();
+        let vk = &self.vk;
+        h.update(vk.alpha_g1.to_compressed());
+        h.update(vk.beta_g1.to_compressed());
+        h.update(vk.beta_g2.to_compressed());
+        h.update(vk.gamma_g2.to_compressed());
+        h.update(vk.delta_g1.to_compressed());
+        h.update(vk.delta_g2.to_compressed());
+        for p in &vk.ic {
+            h.update(p.to_compressed());
+        }
+        fn sample<P>(h: &mut Sha256, points: &[P], bytes: impl Fn(&P) -> Vec<u8>) {
+            let len = points.len();
+            h.update((len as u64).to_le_bytes());
+            if len == 0 {
+                return;
+            }
+            let step = len.div_ceil(SAMPLE_POINTS).max(1);
+            for i in (0..len).step_by(step).chain([len - 1]) {
+                h.update(bytes(&points[i]));
+            }
+        }
+        let g1 = |p: &G1Affine| p.to_uncompressed().to_vec();
+        sample(&mut h, &self.h, g1);
+        sample(&mut h, &self.l, g1);
+        sample(&mut h, &self.a, g1);
+        sample(&mut h, &self.b_g1, g1);
+        sample(&mut h, &self.b_g2, |p: &G2Affine| {
+            p.to_uncompressed().to_vec()
+        });
+        h.finalize().into()
     }
 }

@@ -3,7 +3,7 @@
 //! device around the CPU backend: preload puts the SRS in the `Vram` tier, evict takes it
 //! out of both tiers, and the device's busy interval is the backend's own token hold.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,18 +19,19 @@ use cuzk_groth16::{
 };
 use parking_lot::Mutex;
 
-/// The CPU backend plus a set of "device-resident" SRSs (keyed by their delta) and a
-/// token taken inside `compute`, after a deliberate 30 ms of "upload" outside it.
+/// The CPU backend plus "device-resident" SRSs (copies of their points, keyed by their
+/// fingerprint, as a device holds them) and a token taken inside `compute`, after a
+/// deliberate 30 ms of "upload" outside it.
 struct StandInDevice {
     cpu: CpuBackend,
-    resident: Mutex<HashSet<Vec<u8>>>,
+    resident: Mutex<HashMap<[u8; 32], Arc<Srs>>>,
     token: ComputeToken,
     /// Host bytes it reports pinned.
     pinned: u64,
 }
 
-fn key(srs: &Srs) -> Vec<u8> {
-    srs.vk.delta_g1.to_compressed().to_vec()
+fn key(srs: &Srs) -> [u8; 32] {
+    srs.fingerprint()
 }
 
 impl Backend for StandInDevice {
@@ -51,7 +52,12 @@ impl Backend for StandInDevice {
         let wait = t.elapsed();
         report.push(ProveStage::TokenWait, wait);
         let held = std::time::Instant::now();
-        let out = self.cpu.compute(asg, srs, report)?;
+        // Released host points: the device's own copy, as a GPU reads its resident one.
+        let own = self.resident.lock().get(&key(srs)).cloned();
+        let out = match own {
+            Some(own) => self.cpu.compute(asg, &own, report)?,
+            None => self.cpu.compute(asg, srs, report)?,
+        };
         report.token = Some(TokenTimes {
             wait_start: Duration::from_millis(30),
             wait,
@@ -69,24 +75,25 @@ impl Backend for StandInDevice {
     }
 
     fn srs_device_bytes(&self, srs: &Srs) -> u64 {
-        if self.resident.lock().contains(&key(srs)) {
-            srs.host_bytes() as u64
-        } else {
-            0
-        }
+        self.resident
+            .lock()
+            .get(&key(srs))
+            .map_or(0, |own| own.host_bytes() as u64)
     }
 
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
-        self.resident.lock().insert(key(srs));
+        if srs.is_released() {
+            return Err(BackendError::SrsReleased);
+        }
+        self.resident.lock().insert(key(srs), Arc::new(srs.clone()));
         Ok(srs.host_bytes() as u64)
     }
 
     fn evict_srs(&self, srs: &Srs) -> u64 {
-        if self.resident.lock().remove(&key(srs)) {
-            srs.host_bytes() as u64
-        } else {
-            0
-        }
+        self.resident
+            .lock()
+            .remove(&key(srs))
+            .map_or(0, |own| own.host_bytes() as u64)
     }
 }
 
@@ -94,7 +101,7 @@ impl Backend for StandInDevice {
 fn stand_in(pinned: u64, workers: usize) -> (Arc<StandInDevice>, DeviceSpec) {
     let backend = Arc::new(StandInDevice {
         cpu: CpuBackend::new(),
-        resident: Mutex::new(HashSet::new()),
+        resident: Mutex::new(HashMap::new()),
         token: ComputeToken::new(),
         pinned,
     });
@@ -251,4 +258,75 @@ fn pinned_staging_is_taken_from_the_partition_budget() {
             }
         }
     }
+}
+
+/// One synthetic job of `n_partitions` partitions of 2^6, proved to the end.
+fn prove_one(engine: &Engine, seed: u64, n_partitions: u32) -> Arc<cuzk_engine::JobOutcome> {
+    let request = ProofRequest {
+        vanilla_proof: SyntheticSpec {
+            log_n: 6,
+            n_partitions,
+            seed,
+        }
+        .encode(),
+        ..ProofRequest::default()
+    };
+    let job = engine
+        .submit(JobSpec {
+            request_id: String::new(),
+            kind: ProofKindId::Synthetic,
+            priority: None,
+            request,
+        })
+        .expect("accepted");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let AwaitOutcome::Finished(out) = rt
+        .block_on(engine.await_job(&job.job_id, Some(Duration::from_secs(300))))
+        .expect("known job")
+    else {
+        panic!("no outcome in 300 s");
+    };
+    out
+}
+
+// See: #26.
+#[test]
+fn the_host_copy_goes_once_the_device_holds_the_srs_and_comes_back_when_it_does_not() {
+    let (backend, device) = stand_in(0, 2);
+    let cfg = EngineConfig {
+        param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
+        ..EngineConfig::default()
+    };
+    let engine =
+        Engine::start(cfg, KindRegistry::with_synthetic(), vec![device]).expect("engine starts");
+    let id = SyntheticSpec {
+        log_n: 6,
+        n_partitions: 1,
+        seed: 0,
+    }
+    .circuit_id();
+    let entry = |e: &Engine| {
+        e.srs_status()
+            .into_iter()
+            .find(|s| s.circuit_id == id)
+            .expect("listed")
+    };
+    engine.preload_srs(&id).expect("preload");
+    // Resident on the only device: the host copy is released.
+    let s = entry(&engine);
+    assert_eq!((s.tier, s.size_bytes), (SrsTier::Vram, 0), "{s:?}");
+    let out = prove_one(&engine, 5, 3);
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    assert_eq!(entry(&engine).size_bytes, 0);
+
+    // The device loses its copy: the next partitions read the points back and prove.
+    backend.resident.lock().clear();
+    let out = prove_one(&engine, 6, 3);
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    let s = entry(&engine);
+    assert_eq!(s.tier, SrsTier::Host, "{s:?}");
+    assert!(s.size_bytes > 0, "{s:?}");
 }

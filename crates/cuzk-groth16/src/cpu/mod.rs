@@ -71,6 +71,9 @@ impl Backend for CpuBackend {
         srs: &Srs,
         report: &mut ProveReport,
     ) -> Result<MsmOutputs, BackendError> {
+        if srs.is_released() {
+            return Err(BackendError::SrsReleased);
+        }
         check_shapes(asg, srs)?;
 
         let t = Instant::now();

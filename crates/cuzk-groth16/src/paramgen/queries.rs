@@ -239,6 +239,7 @@ pub(super) fn finish(
         a,
         b_g1,
         b_g2,
+        released: None,
     };
     Ok(Generated {
         srs,
