@@ -35,6 +35,9 @@
 #   batch32   NEW only, after params32 on the same machine: BATCH32_COUNT (2) whole 32 GiB
 #             PoRep proofs from the fake request through the in-process engine (s/proof, GPU
 #             busy, peak RSS, matrices in VRAM); fakes cannot verify
+#   small     NEW only, after params32: another process (bench/hold_vram.py) holds all but
+#             SMALL_KEEP GiB (default "24 16") of the card, then SMALL_COUNT (4) whole 32 GiB
+#             PoRep proofs per size from 2 clients, default config (s/proof, peak RSS)
 #   sector512 NEW only: a 512 MiB test sector sealed on the dev machine and carried in
 #             $SECTOR512 (default .carry/s512: its manifest and payloads, without work/);
 #             test parameters of the four kinds at 512 MiB made on the GPU, then each kind
@@ -60,14 +63,17 @@ if [ "${1:-}" = build ]; then
   export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
   (cd "$src" && cargo build --release --locked -p cuzk) || exit 1
   cp "$CARGO_TARGET_DIR/release/cuzk" "$dir/cuzk"
-  tests=$(cd "$src" && cargo test --release --locked -p cuzk-gpu --test gpu --no-run \
-    --message-format=json 2>/dev/null | python3 -c '
-import json, sys
+  for t in gpu budget sparse; do
+    [ -f "$src/crates/cuzk-gpu/tests/$t.rs" ] || continue
+    tests=$(cd "$src" && cargo test --release --locked -p cuzk-gpu --test $t --no-run \
+      --message-format=json 2>/dev/null | T=$t python3 -c '
+import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "gpu" and m.get("executable"):
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == os.environ["T"] and m.get("executable"):
         print(m["executable"])')
-  cp "$tests" "$dir/gpu_tests"
+    cp "$tests" "$dir/${t}_tests"
+  done
   if [ -f "$src/crates/cuzk-gpu/examples/gpu_bench.rs" ]; then
     (cd "$src" && cargo build --release --locked -p cuzk-gpu --example gpu_bench) &&
       cp "$CARGO_TARGET_DIR/release/examples/gpu_bench" "$dir/gpu_bench"
@@ -123,8 +129,11 @@ part_checks() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   for dir in $(binaries); do
     local w; w=$(label "$dir")
-    t "$w ($(commit "$dir")): gpu tests"
-    timeout -k 10 150 "$dir/gpu_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
+    for tests in gpu budget sparse; do
+      [ -x "$dir/${tests}_tests" ] || continue
+      t "$w ($(commit "$dir")): $tests tests"
+      timeout -k 10 150 "$dir/${tests}_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
+    done
     t "$w: ntt checks to 2^16 against the CPU"
     timeout -k 10 120 "$dir/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
       grep -E '"ok":false|^\{"checks|rror'
@@ -241,6 +250,40 @@ part_batch32() {
   echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-porep-32g.log" | tail -1)"
 }
 
+# Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
+# the budget, the mode chosen, the SRS host copy released.
+quiet_small() {
+  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|proving mode|host copy|recorded at preload/)'
+}
+
+# Another process holds all but SMALL_KEEP GiB of the card (default "24 16": an RTX
+# 3090/4090, an RTX 4080/5070 Ti; plain cuMemAlloc, as Curio's own GPU tasks on a shared
+# card), then SMALL_COUNT (4) whole 32 GiB PoRep proofs from 2 clients with the default
+# config, the budget being what was free at start less 1 GiB. After params32.
+part_small() {
+  local bin=$NEW/cuzk n=${SMALL_COUNT:-4} keep h watch
+  for keep in ${SMALL_KEEP:-24 16}; do
+    t "$n whole 32 GiB PoRep proofs, all but $keep GiB of VRAM held by another process"
+    rm -f "$OUT/hold-$keep.json"
+    python3 bench/hold_vram.py "$keep" > "$OUT/hold-$keep.json" &
+    h=$!
+    for _ in $(seq 240); do [ -s "$OUT/hold-$keep.json" ] && break; sleep 0.5; done
+    cat "$OUT/hold-$keep.json"
+    nvidia-smi --query-gpu=memory.used,memory.free --format=csv,noheader
+    memwatch "$OUT/mem-small-$keep.log" &
+    watch=$!
+    RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info timeout -k 10 "${SMALL_TIMEOUT:-280}" \
+      "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
+      --param-dir /tmp/p32 --timeline "$OUT/timeline-small-$keep.svg" 2>&1 |
+      quiet_small | cut -c1-3000 | tee "$OUT/batch-small-$keep.log"
+    echo "bench exit: ${PIPESTATUS[0]}"
+    kill "$watch" "$h" 2>/dev/null
+    wait "$h" 2>/dev/null
+    echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-small-$keep.log" | tail -1)"
+    dmesg 2>/dev/null | grep -i "killed process" | tail -2
+  done
+}
+
 part_sector512() {
   local bin=$NEW/cuzk pd=/tmp/cuzk-p512 sector=${SECTOR512:-$PWD/.carry/s512}
   mkdir -p "$pd"
@@ -352,11 +395,12 @@ for part in "$@"; do
     e2e24) part_e2e24 ;;
     params32) part_params32 ;;
     batch32) part_batch32 ;;
+    small) part_small ;;
     sector512) part_sector512 ;;
     load2k) part_load2k ;;
     wpost32) part_wpost32 ;;
     table) ;;
-    *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, sector512, load2k, wpost32, table)"; exit 2 ;;
+    *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, sector512, load2k, wpost32, table)"; exit 2 ;;
   esac
 done
 t table

@@ -95,6 +95,41 @@ pub enum GpuError {
         /// Device bytes the resident copy needs.
         bytes: u64,
     },
+    /// A partition of this shape cannot be proved within the device's memory budget, not
+    /// even with the SRS streamed and one lean worker.
+    #[error(
+        "gpu {ordinal}: a 2^{lg} partition needs at least {need} bytes of device memory \
+         (srs streamed, one lean worker), the vram budget is {budget} bytes"
+    )]
+    OverBudget {
+        /// The device.
+        ordinal: usize,
+        /// log2 of the partition's domain.
+        lg: u32,
+        /// The least the partition needs.
+        need: u64,
+        /// The device's budget.
+        budget: u64,
+    },
+    /// An allocation would take the backend past its device's memory budget (the mode
+    /// chosen for the shape should have prevented it: a bug, or a larger shape).
+    #[error("gpu {ordinal}: {what} of {bytes} bytes would exceed the vram budget ({used} of {budget} used)")]
+    BudgetExceeded {
+        /// The device.
+        ordinal: usize,
+        /// What was to be allocated.
+        what: &'static str,
+        /// Its bytes.
+        bytes: u64,
+        /// Bytes held now.
+        used: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// The parameters' points were released from host memory and this device does not
+    /// hold them: they must be loaded again to be uploaded or streamed.
+    #[error("the srs points are not in host memory and this device does not hold them")]
+    SrsReleased,
     /// A failure of this crate's own machinery, not of the caller's input nor of the
     /// driver (a helper thread that panicked, a layout that does not hold): a bug.
     #[error("internal: {0}")]

@@ -22,6 +22,7 @@ pub mod error;
 pub mod ops;
 pub mod tuning;
 
+pub use backend::budget::{Costs, Fit};
 pub use backend::{GpuBackend, GpuBackendConfig, Residency};
 pub use device::arena::{DevRegion, Scratch, VramArena};
 pub use device::kernels::KernelId;

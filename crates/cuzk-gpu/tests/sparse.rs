@@ -207,14 +207,14 @@ fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
     let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
     let r1cs = Arc::new(R1cs::record(c).expect("records"));
     let roomy = GpuBackend::new(dev.clone());
-    let tight = GpuBackend::with_config(
-        dev.clone(),
-        GpuBackendConfig {
-            residency: Residency::Streamed,
-            vram_budget_bytes: Some(0),
-            ..GpuBackendConfig::default()
-        },
-    );
+    let config = |budget| GpuBackendConfig {
+        residency: Residency::Streamed,
+        vram_budget_bytes: Some(budget),
+        ..GpuBackendConfig::default()
+    };
+    // Room for one full worker with a streamed SRS, none for the matrices.
+    let costs = GpuBackend::with_config(dev.clone(), config(u64::MAX)).costs_of(&srs);
+    let tight = GpuBackend::with_config(dev.clone(), config(costs.plan_streamed + costs.slot_full));
     for w in [1u64, 2] {
         let inst = c.with_witness_seed(seed ^ w);
         let evaluated = synthesize(inst).expect("synthesizes");

@@ -44,6 +44,12 @@ pub struct DaemonConfig {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GpuSection {
+    /// Device bytes each GPU's backend may hold in all (SRS, matrices, worker slots,
+    /// scratch); unset: what is free on the device when the backend first needs it, less
+    /// `vram_reserve_bytes`.
+    pub vram_budget_bytes: Option<u64>,
+    /// Device bytes the default budget leaves free for others; unset: 1 GiB.
+    pub vram_reserve_bytes: Option<u64>,
     /// Device bytes an H window table may take (0: none); unset: the built-in choice.
     pub h_table_max_bytes: Option<u64>,
     /// Witness sums on a second stream; unset: the built-in choice.

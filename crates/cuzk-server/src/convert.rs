@@ -206,6 +206,8 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
                 out_of_service_reason: d.out_of_service_reason.clone(),
                 faults_total: d.faults_total,
                 last_fault: d.last_fault.clone(),
+                vram_budget_bytes: d.vram_budget_bytes,
+                vram_used_bytes: d.vram_used_bytes,
             })
             .collect(),
     }

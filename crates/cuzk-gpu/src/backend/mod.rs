@@ -21,6 +21,7 @@
 //! SRS that does not fit the VRAM budget is streamed from host memory through pinned
 //! staging instead ([`crate::backend::sums::enqueue_streamed`]).
 
+pub mod budget;
 pub mod matrices;
 pub mod plan;
 mod prepare;
@@ -38,6 +39,7 @@ use cuzk_groth16::{
 };
 use parking_lot::Mutex;
 
+use crate::backend::budget::{Costs, Fit};
 use crate::backend::matrices::{MatrixSet, ResidentMatrices};
 use crate::backend::plan::{Placement, ProvePlan};
 use crate::backend::prepare::{shape_of_srs, validate};
@@ -67,9 +69,13 @@ pub enum Residency {
 pub struct GpuBackendConfig {
     /// Workers that call compute at once on this device: one device slot each.
     pub workers: usize,
-    /// Device bytes resident SRSs may take; `None`: what is free when an SRS is loaded,
-    /// less the slots and scratch still to be made and a 1 GiB margin.
+    /// Device bytes the backend may hold in all (resident SRSs and their window tables,
+    /// recorded matrices, the workers' slots, the shared prove arena: `budget.rs`);
+    /// `None`: what is free when the backend first needs it, less `vram_reserve_bytes`.
     pub vram_budget_bytes: Option<u64>,
+    /// Device bytes left to others (the driver, other processes' growth) by the default
+    /// budget.
+    pub vram_reserve_bytes: u64,
     /// SRS placement.
     pub residency: Residency,
     /// Bases per chunk when streaming.
@@ -93,6 +99,7 @@ impl Default for GpuBackendConfig {
         GpuBackendConfig {
             workers: 2,
             vram_budget_bytes: None,
+            vram_reserve_bytes: BUDGET_MARGIN,
             residency: Residency::Auto,
             stream_chunk_points: 1 << 22,
             h_table_max_bytes: tuning().h_table_max_bytes,
@@ -122,6 +129,10 @@ pub struct GpuBackend {
     /// Per slot shape, the others' counts of its last prove (L, A, B in G1, B in G2): the
     /// next plan's window widths for their MSMs (`plan.rs`).
     others_seen: Mutex<Vec<(SlotShape, [usize; 4])>>,
+    /// The device budget in bytes, fixed on first use (`budget.rs`).
+    budget: std::sync::OnceLock<u64>,
+    /// The mode of the shape proved here (`budget.rs`), chosen on first use.
+    fit: Mutex<Option<(SlotShape, Fit, Costs)>>,
 }
 
 /// The arena of the prove plans (NTT tables, scratch, results) all workers share under the
@@ -157,7 +168,163 @@ impl GpuBackend {
             lane: std::sync::OnceLock::new(),
             device_bytes: std::sync::OnceLock::new(),
             others_seen: Mutex::new(Vec::new()),
+            budget: std::sync::OnceLock::new(),
+            fit: Mutex::new(None),
         }
+    }
+
+    /// The device budget: `vram_budget_bytes`, or what was free on first use less
+    /// `vram_reserve_bytes` (read once: another process's allocations on a shared card are
+    /// what that reading saw).
+    pub fn vram_budget_bytes(&self) -> u64 {
+        *self.budget.get_or_init(|| {
+            let (free, total) = self.dev.mem_info().unwrap_or((0, 0));
+            let budget = self
+                .cfg
+                .vram_budget_bytes
+                .unwrap_or_else(|| free.saturating_sub(self.cfg.vram_reserve_bytes));
+            tracing::info!(
+                gpu = self.dev.ordinal(),
+                budget,
+                free,
+                total,
+                reserve = self.cfg.vram_reserve_bytes,
+                configured = self.cfg.vram_budget_bytes.is_some(),
+                "vram budget"
+            );
+            budget
+        })
+    }
+
+    /// Device bytes the backend holds now: resident SRSs, matrices, slots, the arena.
+    pub fn vram_used_bytes(&self) -> u64 {
+        self.srs.bytes()
+            + self.matrices.bytes()
+            + self.slots.device_bytes()
+            + self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The mode partitions of `shape` are proved in with `srs` (`budget.rs`), chosen on the
+    /// first call for the shape (logged once) and kept while the shape stays the same; a
+    /// larger shape chooses again.
+    ///
+    /// # Errors
+    /// [`GpuError::OverBudget`] when not even a streamed SRS with one lean worker fits.
+    pub fn fit(&self, srs: &Srs, shape: &SlotShape) -> Result<Fit> {
+        let mut fit = self.fit.lock();
+        if let Some((s, f, _)) = &*fit {
+            if s == shape {
+                return Ok(*f);
+            }
+        }
+        let costs = self.costs(srs, shape);
+        let budget = self.vram_budget_bytes();
+        let chosen = budget::choose(&costs, budget, self.cfg.workers).map_err(|need| {
+            GpuError::OverBudget {
+                ordinal: self.dev.ordinal(),
+                lg: shape.lg,
+                need,
+                budget,
+            }
+        })?;
+        tracing::info!(
+            gpu = self.dev.ordinal(),
+            lg = shape.lg,
+            bytes = chosen.bytes,
+            budget,
+            "proving mode: {chosen}"
+        );
+        self.slots.set_max(chosen.workers);
+        *fit = Some((*shape, chosen, costs));
+        Ok(chosen)
+    }
+
+    /// What the modes of `shape` cost on this device with `srs` (`budget.rs`).
+    pub fn costs(&self, srs: &Srs, shape: &SlotShape) -> Costs {
+        let n_h = srs.lens().h;
+        let resident = Placement::Resident {
+            lanes: self.lanes(shape, n_h, None),
+            table: None,
+        };
+        let streamed = Placement::Streamed {
+            chunk: self.cfg.stream_chunk_points.clamp(1, shape.max_query()),
+        };
+        let plan =
+            |p| ProvePlan::new(shape, n_h, p, self.hints(shape), self.packed_max()).total as u64;
+        Costs {
+            srs: match self.cfg.residency {
+                Residency::Streamed => u64::MAX / 4,
+                _ => resident_size(srs),
+            },
+            slot_full: shape.device_bytes(false) as u64,
+            slot_lean: shape.device_bytes(true) as u64,
+            plan_resident: plan(resident),
+            plan_streamed: match self.cfg.residency {
+                Residency::Resident => u64::MAX / 4,
+                _ => plan(streamed),
+            },
+        }
+    }
+
+    /// [`GpuBackend::costs`] of the partitions `srs` is for.
+    pub fn costs_of(&self, srs: &Srs) -> Costs {
+        self.costs(srs, &shape_of_srs(srs))
+    }
+
+    /// The mode last chosen (`budget.rs`), if any.
+    pub fn chosen_fit(&self) -> Option<Fit> {
+        self.fit_costs().map(|(f, _)| f)
+    }
+
+    /// The mode and byte counts of the shape last chosen for.
+    fn fit_costs(&self) -> Option<(Fit, Costs)> {
+        self.fit.lock().as_ref().map(|(_, f, c)| (*f, *c))
+    }
+
+    /// Device bytes the chosen mode still has to make (slots not yet made, the arena's
+    /// growth): what an SRS or matrices loaded now must leave free.
+    fn still_to_make(&self, shape: &SlotShape, srs: &Srs) -> u64 {
+        let Some((fit, costs)) = self.fit_costs() else {
+            return 0;
+        };
+        let plan = match fit.srs_resident {
+            true => {
+                let placement = Placement::Resident {
+                    lanes: self.lanes(shape, srs.lens().h, None),
+                    table: None,
+                };
+                ProvePlan::new(
+                    shape,
+                    srs.lens().h,
+                    placement,
+                    self.hints(shape),
+                    self.packed_max(),
+                )
+                .total as u64
+            }
+            false => costs.plan_streamed,
+        };
+        let grow =
+            plan.saturating_sub(self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed));
+        self.slots.unmade() as u64 * fit.slot_bytes(&costs) + grow
+    }
+
+    /// Fails unless `bytes` more fit the budget now.
+    ///
+    /// # Errors
+    /// [`GpuError::BudgetExceeded`] naming `what`.
+    fn check_budget(&self, what: &'static str, bytes: u64) -> Result<()> {
+        let (used, budget) = (self.vram_used_bytes(), self.vram_budget_bytes());
+        if used + bytes > budget {
+            return Err(GpuError::BudgetExceeded {
+                ordinal: self.dev.ordinal(),
+                what,
+                bytes,
+                used,
+                budget,
+            });
+        }
+        Ok(())
     }
 
     /// The device's memory in bytes (0 if the query failed).
@@ -226,33 +393,45 @@ impl GpuBackend {
         &self.token
     }
 
-    /// Makes `srs` resident now, and the workers' slots for its partitions (witness-only
-    /// staging); returns the SRS's device bytes, 0 under [`Residency::Streamed`].
+    /// Chooses the mode of `srs`'s partitions (`budget.rs`), makes `srs` resident now when
+    /// the mode keeps it so, and makes the workers' slots for its partitions; returns the
+    /// SRS's device bytes, 0 when it is streamed.
     ///
     /// # Errors
-    /// [`GpuError::SrsTooLarge`] when it does not fit the budget (under [`Residency::Auto`]);
-    /// allocation or upload errors.
+    /// [`GpuError::OverBudget`] when a partition of its shape cannot be proved within the
+    /// budget; [`GpuError::SrsTooLarge`] when the mode keeps it resident but it does not
+    /// fit (another SRS in use); allocation or upload errors.
     pub fn preload(&self, srs: &Srs) -> Result<u64> {
-        if self.cfg.residency == Residency::Streamed {
-            return Ok(0);
-        }
         let shape = shape_of_srs(srs);
-        let bytes = match self.resident_for(srs, &shape)? {
-            Some(r) => r.bytes(),
-            None => {
-                return Err(GpuError::SrsTooLarge {
-                    bytes: resident_size(srs),
-                })
-            }
+        let fit = self.fit(srs, &shape)?;
+        let bytes = match fit.srs_resident {
+            false => 0,
+            true => match self.resident_for(srs, &shape)? {
+                Some(r) => r.bytes(),
+                None => {
+                    return Err(GpuError::SrsTooLarge {
+                        bytes: resident_size(srs),
+                    })
+                }
+            },
         };
-        // The workers' buffers for this SRS's partitions, staging the witness only (the
-        // engine leaves a, b, c to the device); a later shape that needs more re-makes
-        // them as before. Without room they are made by the first proves instead.
+        // The workers' buffers for this SRS's partitions: with a resident SRS the
+        // matrices are expected beside it and the staging holds the witness only; a later
+        // prove that needs more re-makes them as before. Without room they are made by
+        // the first proves instead.
         let t = std::time::Instant::now();
-        match self
-            .slots
-            .reserve(&self.dev, &self.pinned, &shape, shape.staged_from(true))
-        {
+        let staged_from = shape.staged_from(fit.srs_resident && !fit.lean);
+        let slot_bytes = shape.device_bytes(fit.lean);
+        let made = self
+            .check_budget(
+                "worker slots",
+                self.slots.unmade() as u64 * slot_bytes as u64,
+            )
+            .and_then(|()| {
+                self.slots
+                    .reserve(&self.dev, &self.pinned, &shape, staged_from, slot_bytes)
+            });
+        match made {
             Ok(0) => {}
             Ok(made) => tracing::info!(
                 gpu = self.dev.ordinal(),
@@ -325,44 +504,28 @@ impl GpuBackend {
         }
     }
 
-    /// The resident copy of `srs`, loading it if the residency policy and budget allow.
+    /// The resident copy of `srs`, loading it if the shape's mode keeps it resident and the
+    /// budget, less what the mode still makes and what the matrices and slots hold, has
+    /// room (idle SRSs leave first).
     fn resident_for(&self, srs: &Srs, shape: &SlotShape) -> Result<Option<Arc<ResidentSrs>>> {
-        if self.cfg.residency == Residency::Streamed {
-            return Ok(None);
+        let fit = self.fit(srs, shape)?;
+        if !fit.srs_resident {
+            // Streaming reads the host points.
+            return match srs.is_released() {
+                true => Err(GpuError::SrsReleased),
+                false => Ok(None),
+            };
         }
         let fp = fingerprint(srs);
         let resident = self
             .srs
             .get_or_load(&self.dev, &self.pinned, srs, &fp, |need| {
-                let budget = match self.cfg.vram_budget_bytes {
-                    Some(b) => b,
-                    None => {
-                        let (free, _) = self.dev.mem_info()?;
-                        let placement = Placement::Resident {
-                            lanes: self.lanes(shape, srs.h.len(), None),
-                            table: None,
-                        };
-                        let need = ProvePlan::new(
-                            shape,
-                            srs.h.len(),
-                            placement,
-                            self.hints(shape),
-                            self.packed_max(),
-                        )
-                        .total;
-                        let grow = (need as u64).saturating_sub(
-                            self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed),
-                        );
-                        let reserve = self.slots.unmade() as u64 * shape.bytes() as u64
-                            + grow
-                            + BUDGET_MARGIN;
-                        self.srs.bytes() + self.matrices.bytes() + free.saturating_sub(reserve)
-                    }
-                };
-                // Resident matrices count in the same budget (they give way to no SRS).
-                let fits = self
-                    .srs
-                    .make_room(&self.dev, need + self.matrices.bytes(), budget);
+                let others = self.matrices.bytes()
+                    + self.slots.device_bytes()
+                    + self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed)
+                    + self.still_to_make(shape, srs);
+                let budget = self.vram_budget_bytes().saturating_sub(others);
+                let fits = self.srs.make_room(&self.dev, need, budget);
                 if !fits {
                     tracing::info!(
                         gpu = self.dev.ordinal(),
@@ -374,7 +537,8 @@ impl GpuBackend {
                 if !fits && self.cfg.residency != Residency::Resident {
                     return Ok(Admit::No);
                 }
-                let left = budget.saturating_sub(self.srs.bytes() + self.matrices.bytes() + need);
+                // Half of what is left stays for the recorded matrices and other SRSs.
+                let left = budget.saturating_sub(self.srs.bytes() + need);
                 let table_bytes = match self.cfg.h_table_max_bytes {
                     _ if !fits => 0,
                     Some(max) => max.min(left),
@@ -422,8 +586,10 @@ impl GpuBackend {
     }
 
     /// The resident matrices of `r1cs` for a prove of `shape` with `srs`, uploading them
-    /// when they fit the VRAM budget beside the SRS (made resident first when the policy
-    /// allows: the SRS comes before the matrices). `Ok(None)`: they do not fit.
+    /// when they fit the budget beside what the shape's mode holds and still makes (the SRS
+    /// is made resident first when the mode keeps it so: the SRS comes before the
+    /// matrices). `Ok(None)`: they do not fit, or the mode is lean (whose slots take the
+    /// witness only after the quotient, while the matrices would read it before).
     fn matrices_for(
         &self,
         r1cs: &cuzk_groth16::recorded::R1cs,
@@ -433,40 +599,16 @@ impl GpuBackend {
         if let Some(m) = self.matrices.find(r1cs.id()) {
             return Ok(Some(m));
         }
-        let resident = self.resident_for(srs, shape)?;
+        if self.fit(srs, shape)?.lean {
+            return Ok(None);
+        }
+        self.resident_for(srs, shape)?;
         self.matrices.get_or_load(&self.dev, r1cs, |need| {
-            let srs_bytes = self.srs.bytes();
-            let budget = match self.cfg.vram_budget_bytes {
-                Some(b) => b.saturating_sub(srs_bytes),
-                None => {
-                    // What is free, less the slots and the plan's scratch still to be made
-                    // and the margin (as for an SRS), plus the matrices already resident.
-                    let (free, _) = self.dev.mem_info()?;
-                    let placement = match &resident {
-                        Some(r) => Placement::Resident {
-                            lanes: self.lanes(shape, srs.h.len(), r.table()),
-                            table: r.table(),
-                        },
-                        None => Placement::Streamed {
-                            chunk: self.cfg.stream_chunk_points.clamp(1, shape.max_query()),
-                        },
-                    };
-                    let plan_bytes = ProvePlan::new(
-                        shape,
-                        srs.h.len(),
-                        placement,
-                        self.hints(shape),
-                        self.packed_max(),
-                    )
-                    .total as u64;
-                    let grow = plan_bytes.saturating_sub(
-                        self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed),
-                    );
-                    let reserve =
-                        self.slots.unmade() as u64 * shape.bytes() as u64 + grow + BUDGET_MARGIN;
-                    self.matrices.bytes() + free.saturating_sub(reserve)
-                }
-            };
+            let others = self.srs.bytes()
+                + self.slots.device_bytes()
+                + self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed)
+                + self.still_to_make(shape, srs);
+            let budget = self.vram_budget_bytes().saturating_sub(others);
             let fits = self.matrices.make_room(&self.dev, need, budget);
             if !fits {
                 tracing::info!(
@@ -501,10 +643,13 @@ impl Backend for GpuBackend {
         let shape = validate(asg, srs).map_err(|e| BackendError::Mismatch {
             what: e.to_string(),
         })?;
-        let device_err = |stage, e: GpuError| BackendError::Device {
-            device: format!("gpu:{}", self.dev.ordinal()),
-            stage,
-            message: e.to_string(),
+        let device_err = |stage, e: GpuError| match e {
+            GpuError::SrsReleased => BackendError::SrsReleased,
+            e => BackendError::Device {
+                device: format!("gpu:{}", self.dev.ordinal()),
+                stage,
+                message: e.to_string(),
+            },
         };
         // A deferred assignment's a, b, c come from its recorded matrices on the device,
         // or, when they do not fit, from the CPU products.
@@ -545,6 +690,26 @@ impl Backend for GpuBackend {
 
     fn host_pinned_bytes(&self) -> u64 {
         self.pinned.made_bytes()
+    }
+
+    fn host_compute_bytes(&self) -> u64 {
+        let fit = self.fit.lock();
+        let Some((shape, fit, _)) = &*fit else {
+            return 0;
+        };
+        if !fit.lean && self.matrices.bytes() > 0 {
+            return 0;
+        }
+        // a, b, c of each worker's call, evaluated on the host.
+        fit.workers as u64 * 3 * (1u64 << shape.lg) * crate::device::layout::FR_BYTES as u64
+    }
+
+    fn vram_budget_bytes(&self) -> u64 {
+        GpuBackend::vram_budget_bytes(self)
+    }
+
+    fn vram_used_bytes(&self) -> u64 {
+        GpuBackend::vram_used_bytes(self)
     }
 
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {

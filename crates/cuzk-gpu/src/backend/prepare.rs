@@ -15,10 +15,10 @@ use crate::error::{GpuError, Result};
 /// The slot shape an SRS implies (domain from the H query: n − 1 points).
 pub(crate) fn shape_of_srs(srs: &Srs) -> SlotShape {
     SlotShape {
-        lg: (srs.h.len() + 1).next_power_of_two().trailing_zeros(),
-        n_l: srs.l.len(),
-        n_a: srs.a.len(),
-        n_b: srs.b_g1.len(),
+        lg: srs.lg_domain(),
+        n_l: srs.lens().l,
+        n_a: srs.lens().a,
+        n_b: srs.lens().b,
     }
 }
 
@@ -54,10 +54,11 @@ pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
             asg.c.len()
         )));
     }
-    if srs.h.len() > n {
+    let lens = srs.lens();
+    if lens.h > n {
         return Err(GpuError::Input(format!(
             "h query has {} points for a domain of {n}",
-            srs.h.len()
+            lens.h
         )));
     }
     let shape = SlotShape {
@@ -67,10 +68,18 @@ pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
         n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
     };
     for (name, got, want) in [
-        ("l", shape.n_l, srs.l.len()),
-        ("a", shape.n_a, srs.a.len()),
-        ("b_g1", shape.n_b, srs.b_g1.len()),
-        ("b_g2", shape.n_b, srs.b_g2.len()),
+        ("l", shape.n_l, lens.l),
+        ("a", shape.n_a, lens.a),
+        ("b_g1", shape.n_b, lens.b),
+        (
+            "b_g2",
+            shape.n_b,
+            if srs.is_released() {
+                lens.b
+            } else {
+                srs.b_g2.len()
+            },
+        ),
     ] {
         if got != want {
             return Err(GpuError::Input(format!(

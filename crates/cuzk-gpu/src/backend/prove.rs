@@ -36,6 +36,23 @@ fn fill_part<'env>(
     up.record(done)
 }
 
+/// Fills part k of the staging like [`fill_part`] but enqueues no copy: the batches are
+/// kept in `later` for the lean slot's witness upload, which waits for the H sum.
+fn fill_later<'env>(
+    part: &'env mut [u8],
+    k: usize,
+    bounds: &[usize; 5],
+    pieces: &[Piece<'_>],
+    later: &parking_lot::Mutex<Vec<(&'env [u8], usize)>>,
+) -> Result<()> {
+    let range = bounds[k]..bounds[k + 1];
+    let mine = pieces_within(pieces, &range);
+    fill_batched(part, range, mine, UPLOAD_BATCH, |bytes, off| {
+        later.lock().push((bytes, off));
+        Ok(())
+    })
+}
+
 /// `staging` cut at `bounds` into the four upload parts (a, b, c, the witness vectors).
 /// A staging from the witness vectors on (`staged_from == bounds[3]`: the device computes
 /// a, b, c) gives three empty parts and the witness.
@@ -75,9 +92,17 @@ impl GpuBackend {
         *stage = ProveStage::Prepare;
         let t = Instant::now();
         self.fault_at(ProveStage::Prepare)?;
-        // With the matrices resident the host stages only the witness vectors.
+        // With the matrices resident the host stages only the witness vectors. A lean slot
+        // (`budget.rs`) takes the witness over a, b, c once the H sum has read the quotient.
+        let lean = self.fit(srs, &shape)?.lean && matrices.is_none();
         let staged_from = shape.staged_from(matrices.is_some());
-        let mut slot = self.slots.take(dev, &self.pinned, &shape, staged_from)?;
+        let slot_bytes = shape.device_bytes(lean);
+        if self.slots.unmade() > 0 {
+            self.check_budget("a worker slot", slot_bytes as u64)?;
+        }
+        let mut slot = self
+            .slots
+            .take(dev, &self.pinned, &shape, staged_from, slot_bytes)?;
         let pieces = staging_pieces(&shape, asg);
         report.push(ProveStage::Prepare, t.elapsed());
 
@@ -116,15 +141,20 @@ impl GpuBackend {
             lay[SlotVec::L as usize].0,
             total,
         ];
-        let (used, staging) = slot.upload_parts(&shape, staged_from)?;
-        let vecs = SlotVecs::new(&used, &shape)?;
+        let (used, staging) = slot.upload_parts(&shape, staged_from, lean)?;
+        let vecs = SlotVecs::new(&used, &shape, lean)?;
+        let witness_at = shape.witness_at(lean);
         let [p0, p1, p2, p3] = cut_parts(staging, &bounds, staged_from)?;
         let (pieces, parts_done) = (&pieces, &parts_done);
+        let later = parking_lot::Mutex::new(Vec::new());
+        let later = &later;
         dev.upload_scope(|up| {
             // With the matrices resident, a, b, c are computed on the device from the
-            // witness (`run.rs`): their parts upload nothing.
+            // witness (`run.rs`): their parts upload nothing. A lean slot's witness is
+            // filled now and uploaded by `ready(3)`.
             let fill = |part, k: usize| match matrices {
                 Some(_) if k < 3 => up.record(&parts_done[k]),
+                _ if lean && k == 3 => fill_later(part, k, &bounds, pieces, later),
                 _ => fill_part(up, part, k, &bounds, pieces, &used, &parts_done[k]),
             };
             fill(p0, 0)?;
@@ -181,32 +211,48 @@ impl GpuBackend {
                     })
                 });
                 let mut recorded = 1usize;
+                let mut witness_up = false;
                 let fill_time = &mut fill_time;
                 let mut ready = move |k: usize, d: &Device| -> Result<()> {
-                    if !overlapped {
-                        return Ok(());
-                    }
-                    if k < 3 {
-                        while recorded <= k {
-                            match rx.recv() {
-                                Ok(j) => recorded = j + 1,
-                                // The filler stopped early: its error comes from the join.
-                                Err(_) => break,
+                    if overlapped {
+                        if k < 3 {
+                            while recorded <= k {
+                                match rx.recv() {
+                                    Ok(j) => recorded = j + 1,
+                                    // The filler stopped early: its error comes from the
+                                    // join.
+                                    Err(_) => break,
+                                }
                             }
                         }
+                        if recorded <= k {
+                            let Some(f) = filler.take() else {
+                                return Err(GpuError::Internal("the staging fill stopped".into()));
+                            };
+                            let (r, took) = f.join().map_err(|_| {
+                                GpuError::Internal("the staging fill panicked".into())
+                            })?;
+                            *fill_time += took;
+                            r?;
+                            recorded = 4;
+                        }
                     }
-                    if recorded <= k {
-                        let Some(f) = filler.take() else {
-                            return Err(GpuError::Internal("the staging fill stopped".into()));
-                        };
-                        let (r, took) = f
-                            .join()
-                            .map_err(|_| GpuError::Internal("the staging fill panicked".into()))?;
-                        *fill_time += took;
-                        r?;
-                        recorded = 4;
+                    if lean && k == 3 && !witness_up {
+                        witness_up = true;
+                        // The witness goes over a, b, c: after the H sum (on the compute
+                        // stream) has read the quotient.
+                        let h_read = dev.timing_event()?;
+                        dev.record(&h_read)?;
+                        dev.copy_wait(&h_read)?;
+                        for (bytes, off) in later.lock().drain(..) {
+                            up.upload(&used.slice(off - witness_at, bytes.len())?, bytes)?;
+                        }
+                        up.record(&parts_done[3])?;
                     }
-                    d.wait_on(&parts_done[k])
+                    match overlapped || (lean && k == 3) {
+                        true => d.wait_on(&parts_done[k]),
+                        false => Ok(()),
+                    }
                 };
                 let out = self.kernels(
                     &mut shared,

@@ -1,6 +1,6 @@
 //! [`ResidentSet`]: the SRSs kept in device memory across proofs (the design's VRAM tier).
-//! An [`Srs`] has no identity of its own, so each is keyed by a [`fingerprint`] (SHA-256
-//! of the verifying key, the five query lengths and a sample of query points). Loading
+//! Each is keyed by its [`fingerprint`] (SHA-256 of the verifying key, the five query
+//! lengths and a sample of query points), which a released SRS keeps. Loading
 //! uploads the five queries once, through pinned staging buffers on the copy stream, into
 //! one allocation per SRS; an SRS in use by a compute call is never evicted, and idle ones
 //! leave least-recently-used first when a new one needs the room. What does not fit is
@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use cuzk_groth16::Srs;
 use parking_lot::Mutex;
-use sha2::{Digest, Sha256};
 
 use crate::device::arena::{DevRegion, VramArena, ALIGN};
 use crate::device::layout::{as_bytes, G1_AFFINE_BYTES, G2_AFFINE_BYTES};
@@ -29,8 +28,6 @@ use crate::ops::msm::WindowTable;
 /// SHA-256 identity of an SRS.
 pub type Fingerprint = [u8; 32];
 
-/// Points sampled from each query for the fingerprint (plus the last one).
-const SAMPLE_POINTS: usize = 16;
 /// Bytes per staging chunk of an SRS upload.
 const STAGE_BYTES: usize = 64 << 20;
 
@@ -56,31 +53,10 @@ pub enum Query {
     BG2,
 }
 
-/// The fingerprint of `srs`: SHA-256 over the verifying key's compressed points, the five
-/// query lengths and up to 17 points of each query (evenly spaced, and the last).
+/// The fingerprint of `srs` ([`Srs::fingerprint`]; a released SRS keeps the one of the
+/// points it had, so a device finds its copy by it).
 pub fn fingerprint(srs: &Srs) -> Fingerprint {
-    let mut h = Sha256::new();
-    let vk = &srs.vk;
-    h.update(vk.alpha_g1.to_compressed());
-    h.update(vk.beta_g1.to_compressed());
-    h.update(vk.beta_g2.to_compressed());
-    h.update(vk.gamma_g2.to_compressed());
-    h.update(vk.delta_g1.to_compressed());
-    h.update(vk.delta_g2.to_compressed());
-    for p in &vk.ic {
-        h.update(p.to_compressed());
-    }
-    for (len, bytes, pb) in query_bytes(srs) {
-        h.update((len as u64).to_le_bytes());
-        if len == 0 {
-            continue;
-        }
-        let step = len.div_ceil(SAMPLE_POINTS).max(1);
-        for i in (0..len).step_by(step).chain([len - 1]) {
-            h.update(&bytes[i * pb..(i + 1) * pb]);
-        }
-    }
-    h.finalize().into()
+    srs.fingerprint()
 }
 
 /// (points, bytes, bytes per point) of the five queries in [`Query`] order.
@@ -336,6 +312,9 @@ impl ResidentSet {
         let _loading = self.loading.lock();
         if let Some(r) = self.find(fp) {
             return Ok(Some(r));
+        }
+        if srs.is_released() {
+            return Err(GpuError::SrsReleased);
         }
         let plain = srs_layout(srs, 1).1;
         let table_bytes = match admit(plain as u64)? {

@@ -94,8 +94,8 @@ impl GpuBackend {
         let t = Instant::now();
         let plan = ProvePlan::new(
             shape,
-            srs.h.len(),
-            self.placement(shape, srs.h.len(), resident),
+            srs.lens().h,
+            self.placement(shape, srs.lens().h, resident),
             self.hints(shape),
             self.packed_max(),
         );
@@ -107,6 +107,9 @@ impl GpuBackend {
         if shared.as_ref().is_none_or(|s| s.arena.size() < plan.total) {
             // Free the old one first: both may not fit.
             let old = shared.take().map(|s| s.arena.size());
+            self.shared_bytes
+                .store(0, std::sync::atomic::Ordering::Relaxed);
+            self.check_budget("the shared prove arena", plan.total as u64)?;
             tracing::info!(gpu = dev.ordinal(), bytes = plan.total, old_bytes = ?old, "shared scratch made");
             *shared = Some(Shared {
                 arena: VramArena::new(dev.clone(), plan.total)?,

@@ -79,6 +79,29 @@ impl SlotShape {
         self.layout().1
     }
 
+    /// How far before their layout offset the witness vectors lie on the device: 0, or in
+    /// a lean slot the whole of a, b, c (the witness goes up over them once the H sum has
+    /// read the quotient).
+    pub fn witness_at(&self, lean: bool) -> usize {
+        match lean {
+            true => self.layout().0[SlotVec::L as usize].0,
+            false => 0,
+        }
+    }
+
+    /// Device bytes of one slot: the whole layout, or in a lean slot the larger of a, b, c
+    /// and the witness vectors.
+    pub fn device_bytes(&self, lean: bool) -> usize {
+        let (_, total) = self.layout();
+        match lean {
+            true => {
+                let abc = self.witness_at(true);
+                abc.max(total - abc)
+            }
+            false => total,
+        }
+    }
+
     /// Where the host staging starts in the layout: 0 when the host fills a, b, c too,
     /// the L scalars' offset when the device computes a, b, c (`device_abc`).
     pub fn staged_from(&self, device_abc: bool) -> usize {
@@ -111,8 +134,9 @@ impl Slot {
         self.arena.size() >= bytes && self.staging.len() >= host_bytes
     }
 
-    /// The whole device range `shape` uses and the pinned staging of its layout from byte
-    /// `staged_from` ([`SlotShape::staged_from`]) on, together (the staging is filled
+    /// The whole device range `shape` uses (lean or not: [`SlotShape::device_bytes`]) and
+    /// the pinned staging of its layout from byte `staged_from` ([`SlotShape::staged_from`])
+    /// on, together (the staging is filled
     /// while earlier parts of it are copied into that range).
     ///
     /// # Errors
@@ -122,8 +146,9 @@ impl Slot {
         &mut self,
         shape: &SlotShape,
         staged_from: usize,
+        lean: bool,
     ) -> Result<(DevRegion<'_>, &mut [u8])> {
-        let region = self.arena.region(0, shape.bytes())?;
+        let region = self.arena.region(0, shape.device_bytes(lean))?;
         let host = shape.bytes().saturating_sub(staged_from);
         let staging = self.staging.as_mut_slice()?;
         let staging = staging.get_mut(..host).ok_or_else(|| {
@@ -139,14 +164,21 @@ impl Slot {
 pub struct SlotVecs<'a>([DevRegion<'a>; 6]);
 
 impl<'a> SlotVecs<'a> {
-    /// The vectors of `shape` inside `used`.
+    /// The vectors of `shape` inside `used`; `lean`: the witness vectors (L, A, B
+    /// scalars) start at byte 0, over a, b, c ([`SlotShape::witness_at`]).
     ///
     /// # Errors
     /// [`crate::GpuError::Input`] if the layout does not fit `used`.
-    pub fn new(used: &DevRegion<'a>, shape: &SlotShape) -> Result<SlotVecs<'a>> {
+    pub fn new(used: &DevRegion<'a>, shape: &SlotShape, lean: bool) -> Result<SlotVecs<'a>> {
         let (lay, _) = shape.layout();
+        let shift = shape.witness_at(lean);
         let mut out = [*used; 6];
-        for (o, (off, bytes)) in out.iter_mut().zip(lay) {
+        for (i, (o, (off, bytes))) in out.iter_mut().zip(lay).enumerate() {
+            let off = if i >= SlotVec::L as usize {
+                off - shift
+            } else {
+                off
+            };
             *o = used.slice(off, bytes)?;
         }
         Ok(SlotVecs(out))
@@ -160,7 +192,6 @@ impl<'a> SlotVecs<'a> {
 
 /// Up to `max` slots, handed out one per compute call.
 pub struct SlotPool {
-    max: usize,
     state: Mutex<PoolState>,
     returned: Condvar,
 }
@@ -168,6 +199,10 @@ pub struct SlotPool {
 struct PoolState {
     free: Vec<Slot>,
     made: usize,
+    /// Slots that may exist (the workers the device's budget admits).
+    max: usize,
+    /// Device bytes of the slots made.
+    device_bytes: u64,
 }
 
 /// A slot taken from the pool; it goes back on drop.
@@ -180,13 +215,30 @@ impl SlotPool {
     /// A pool that makes at most `max` slots (at least one).
     pub fn new(max: usize) -> SlotPool {
         SlotPool {
-            max: max.max(1),
             state: Mutex::new(PoolState {
                 free: Vec::new(),
                 made: 0,
+                max: max.max(1),
+                device_bytes: 0,
             }),
             returned: Condvar::new(),
         }
+    }
+
+    /// Lets at most `max` slots exist (at least one); free slots beyond it are dropped.
+    pub fn set_max(&self, max: usize) {
+        let mut st = self.state.lock();
+        st.max = max.max(1);
+        while st.made > st.max {
+            let Some(slot) = st.free.pop() else { break };
+            st.device_bytes -= slot.arena.size() as u64;
+            st.made -= 1;
+        }
+    }
+
+    /// Device bytes of the slots made.
+    pub fn device_bytes(&self) -> u64 {
+        self.state.lock().device_bytes
     }
 
     /// Slots made so far.
@@ -196,7 +248,8 @@ impl SlotPool {
 
     /// Slots not yet made.
     pub fn unmade(&self) -> usize {
-        self.max - self.made()
+        let st = self.state.lock();
+        st.max.saturating_sub(st.made)
     }
 
     /// Forgets a slot whose making failed, so that a later call makes it again.
@@ -219,21 +272,24 @@ impl SlotPool {
         pinned: &Arc<PinnedPool>,
         shape: &SlotShape,
         staged_from: usize,
+        bytes: usize,
     ) -> Result<usize> {
-        let bytes = shape.bytes();
-        let host_bytes = bytes.saturating_sub(staged_from);
+        let host_bytes = shape.bytes().saturating_sub(staged_from);
         let mut made = 0;
         loop {
             {
                 let mut st = self.state.lock();
-                if st.made >= self.max {
+                if st.made >= st.max {
                     return Ok(made);
                 }
                 st.made += 1;
             }
             match Slot::new(dev, pinned, bytes, host_bytes) {
                 Ok(slot) => {
-                    self.state.lock().free.push(slot);
+                    let mut st = self.state.lock();
+                    st.device_bytes += slot.arena.size() as u64;
+                    st.free.push(slot);
+                    drop(st);
                     self.returned.notify_one();
                     made += 1;
                 }
@@ -258,9 +314,9 @@ impl SlotPool {
         pinned: &Arc<PinnedPool>,
         shape: &SlotShape,
         staged_from: usize,
+        bytes: usize,
     ) -> Result<SlotGuard<'_>> {
-        let bytes = shape.bytes();
-        let host_bytes = bytes.saturating_sub(staged_from);
+        let host_bytes = shape.bytes().saturating_sub(staged_from);
         let mut st = self.state.lock();
         let found = loop {
             let fitting = (0..st.free.len()).find(|&i| st.free[i].fits(bytes, host_bytes));
@@ -268,15 +324,15 @@ impl SlotPool {
             if let Some(i) = fitting.or_else(largest) {
                 break Some(st.free.swap_remove(i));
             }
-            if st.made < self.max {
+            if st.made < st.max {
                 st.made += 1;
                 break None;
             }
             self.returned.wait(&mut st);
         };
         drop(st);
-        let slot = match found {
-            Some(s) if s.fits(bytes, host_bytes) => Ok(s),
+        let (slot, fresh) = match found {
+            Some(s) if s.fits(bytes, host_bytes) => (Ok(s), false),
             Some(s) => {
                 tracing::info!(
                     gpu = dev.ordinal(),
@@ -286,8 +342,9 @@ impl SlotPool {
                     host_bytes,
                     "slot re-made for a larger shape"
                 );
+                self.state.lock().device_bytes -= s.arena.size() as u64;
                 drop(s);
-                Slot::new(dev, pinned, bytes, host_bytes)
+                (Slot::new(dev, pinned, bytes, host_bytes), true)
             }
             None => {
                 tracing::info!(
@@ -297,14 +354,19 @@ impl SlotPool {
                     lg = shape.lg,
                     "slot made"
                 );
-                Slot::new(dev, pinned, bytes, host_bytes)
+                (Slot::new(dev, pinned, bytes, host_bytes), true)
             }
         };
         match slot {
-            Ok(s) => Ok(SlotGuard {
-                pool: self,
-                slot: Some(s),
-            }),
+            Ok(s) => {
+                if fresh {
+                    self.state.lock().device_bytes += s.arena.size() as u64;
+                }
+                Ok(SlotGuard {
+                    pool: self,
+                    slot: Some(s),
+                })
+            }
             Err(e) => {
                 self.unmake();
                 Err(e)

@@ -187,6 +187,19 @@ impl Device {
         )
     }
 
+    /// Makes the copy stream wait for `ev` (recorded on the compute stream): copies
+    /// enqueued after it start once the kernels before it are done.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn copy_wait(&self, ev: &CudaEvent) -> Result<()> {
+        drv(
+            self.ordinal,
+            || "copy stream wait for event".into(),
+            self.copy.wait(ev),
+        )
+    }
+
     /// The device ordinal.
     pub fn ordinal(&self) -> usize {
         self.ordinal

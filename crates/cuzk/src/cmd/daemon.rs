@@ -156,7 +156,7 @@ async fn serve(cfg: DaemonConfig, no_gpu: bool) -> anyhow::Result<()> {
         });
         info!(ordinals = ?cfg.gpu_ordinals, used = gpus.len(), "gpu_ordinals selects the GPUs");
     }
-    let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device);
+    let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device, &cfg.gpu);
     let kinds = if cfg.allow_synthetic {
         registry(&gpus, &cfg.engine.param_dir)
     } else {

@@ -34,16 +34,34 @@ pub fn open_gpus() -> Vec<Arc<Device>> {
     gpus
 }
 
-/// One engine device per GPU, each with its own [`GpuBackend`] for `workers` workers.
-pub fn gpu_specs(gpus: &[Arc<Device>], workers: usize) -> Vec<DeviceSpec> {
+/// One engine device per GPU, each with its own [`GpuBackend`] for `workers` workers and
+/// the `[gpu]` table's VRAM budget and reserve.
+pub fn gpu_specs(
+    gpus: &[Arc<Device>],
+    workers: usize,
+    gpu: &cuzk_server::config::GpuSection,
+) -> Vec<DeviceSpec> {
     gpus.iter()
         .map(|dev| {
+            let defaults = GpuBackendConfig::default();
             let backend = GpuBackend::with_config(
                 dev.clone(),
                 GpuBackendConfig {
                     workers,
-                    ..GpuBackendConfig::default()
+                    vram_budget_bytes: gpu.vram_budget_bytes,
+                    vram_reserve_bytes: gpu
+                        .vram_reserve_bytes
+                        .unwrap_or(defaults.vram_reserve_bytes),
+                    ..defaults
                 },
+            );
+            // The budget is read now, at start, and logged with the free memory it came
+            // from.
+            let budget = backend.vram_budget_bytes();
+            info!(
+                gpu = dev.ordinal(),
+                vram_budget_bytes = budget,
+                "gpu budget"
             );
             DeviceSpec {
                 name: format!("gpu:{}", dev.ordinal()),

@@ -181,7 +181,8 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
             if let Some(n) = args.gpu_workers {
                 cfg.engine.gpu_workers_per_device = n;
             }
-            let devices = super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device);
+            let devices =
+                super::devices::gpu_specs(&gpus, cfg.engine.gpu_workers_per_device, &cfg.gpu);
             let engine_cfg = cfg.engine_config();
             let registry = registry(&gpus, &engine_cfg.param_dir, workload.is_fake());
             let engine = Engine::start(engine_cfg, registry, devices)?;

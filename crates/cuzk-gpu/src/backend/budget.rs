@@ -1,0 +1,194 @@
+//! The device's memory budget and the mode a shape is proved in ([`Fit`]). One byte budget
+//! per device (`GpuBackendConfig::vram_budget_bytes`, by default what was free when the
+//! backend first needed it, less `vram_reserve_bytes`) bounds everything the backend
+//! allocates: resident SRSs with their window tables, recorded matrices, the workers'
+//! slots and the shared prove arena. Nothing asks the driver for free memory after that:
+//! another process's allocations on a shared card are what the first reading saw.
+//!
+//! [`choose`] is a pure function of the byte counts: for the first shape proved (or
+//! preloaded) it picks, in this order of preference, the SRS resident with every worker,
+//! resident with one worker, streamed with every worker, streamed with one worker, and a
+//! streamed SRS with one **lean** slot, whose witness vectors are uploaded over a, b, c
+//! once the H sum has read the quotient (`slots.rs`). Below that a partition of the shape
+//! cannot be proved on the device, and the error names both figures. Recorded matrices
+//! (a, b, c on the device) are admitted later only into what the chosen mode leaves.
+
+use crate::backend::slots::SlotShape;
+
+/// What [`choose`] weighs, in device bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Costs {
+    /// The resident SRS without a window table.
+    pub srs: u64,
+    /// One full slot (a, b, c and the witness vectors side by side).
+    pub slot_full: u64,
+    /// One lean slot (the witness vectors over a, b, c).
+    pub slot_lean: u64,
+    /// The shared prove arena with the SRS resident.
+    pub plan_resident: u64,
+    /// The shared prove arena with the SRS streamed.
+    pub plan_streamed: u64,
+}
+
+/// How a shape is proved on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fit {
+    /// The SRS is made resident (else streamed from host memory).
+    pub srs_resident: bool,
+    /// Workers that prove at once: slots made.
+    pub workers: usize,
+    /// Slots are lean: the witness vectors go up once the H sum has read the quotient.
+    pub lean: bool,
+    /// Device bytes this mode holds (SRS, slots, arena; no table, no matrices).
+    pub bytes: u64,
+}
+
+impl Fit {
+    /// Device bytes of one slot in this mode.
+    pub fn slot_bytes(&self, costs: &Costs) -> u64 {
+        match self.lean {
+            true => costs.slot_lean,
+            false => costs.slot_full,
+        }
+    }
+}
+
+impl std::fmt::Display for Fit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "srs {}, {} {} worker{}",
+            if self.srs_resident {
+                "resident"
+            } else {
+                "streamed"
+            },
+            self.workers,
+            if self.lean { "lean" } else { "full" },
+            if self.workers == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// The first mode of the preference order (module docs) whose bytes fit `budget`, for up
+/// to `max_workers` workers; `Err(least)`: none fits, `least` being the smallest mode's
+/// bytes (a streamed SRS and one lean slot).
+pub fn choose(costs: &Costs, budget: u64, max_workers: usize) -> Result<Fit, u64> {
+    let max_workers = max_workers.max(1) as u64;
+    let mode = |srs_resident: bool, workers: u64, lean: bool| {
+        let slot = if lean {
+            costs.slot_lean
+        } else {
+            costs.slot_full
+        };
+        let (srs, plan) = match srs_resident {
+            true => (costs.srs, costs.plan_resident),
+            false => (0, costs.plan_streamed),
+        };
+        Fit {
+            srs_resident,
+            workers: workers as usize,
+            lean,
+            bytes: srs + plan + workers * slot,
+        }
+    };
+    let order = [
+        mode(true, max_workers, false),
+        mode(true, 1, false),
+        mode(false, max_workers, false),
+        mode(false, 1, false),
+        mode(false, 1, true),
+    ];
+    order
+        .iter()
+        .find(|m| m.bytes <= budget)
+        .copied()
+        .ok_or(order[4].bytes)
+}
+
+/// Bytes of a lean slot of `shape`: the larger of a, b, c and the witness vectors, which
+/// share the same memory one after the other.
+pub fn lean_slot_bytes(shape: &SlotShape) -> u64 {
+    let (lay, total) = shape.layout();
+    let abc = lay[crate::backend::slots::SlotVec::L as usize].0;
+    abc.max(total - abc) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GB: u64 = 1_000_000_000;
+    const GIB: u64 = 1 << 30;
+
+    /// A 32 GiB PoRep partition (2^27) as measured on the H200: SRS 47.4 GB, a full slot
+    /// 22.3 GB, a lean one 12.9 GB; the arenas are this module's estimate.
+    fn porep_32g() -> Costs {
+        Costs {
+            srs: 47_400_000_000,
+            slot_full: 22_300_000_000,
+            slot_lean: 12_900_000_000,
+            plan_resident: 6 * GB,
+            plan_streamed: 2 * GB,
+        }
+    }
+
+    #[test]
+    fn a_full_h200_keeps_the_srs_and_two_workers() {
+        let fit = choose(&porep_32g(), 138 * GB, 2).expect("fits");
+        assert_eq!((fit.srs_resident, fit.workers, fit.lean), (true, 2, false));
+        assert_eq!(fit.to_string(), "srs resident, 2 full workers");
+    }
+
+    #[test]
+    fn an_80_gb_card_keeps_the_srs_with_one_worker() {
+        let fit = choose(&porep_32g(), 79 * GB, 2).expect("fits");
+        assert_eq!((fit.srs_resident, fit.workers, fit.lean), (true, 1, false));
+    }
+
+    #[test]
+    fn a_24_gib_card_streams_the_srs_with_one_full_worker() {
+        let fit = choose(&porep_32g(), 24 * GIB, 2).expect("fits");
+        assert_eq!((fit.srs_resident, fit.workers, fit.lean), (false, 1, false));
+    }
+
+    #[test]
+    fn a_16_gib_card_streams_the_srs_with_one_lean_worker() {
+        let fit = choose(&porep_32g(), 16 * GIB, 2).expect("fits");
+        assert_eq!((fit.srs_resident, fit.workers, fit.lean), (false, 1, true));
+        assert_eq!(fit.to_string(), "srs streamed, 1 lean worker");
+        assert!(fit.bytes <= 16 * GIB);
+    }
+
+    #[test]
+    fn a_12_gib_card_is_refused_with_the_least_it_needs() {
+        let least = choose(&porep_32g(), 12 * GIB, 2).expect_err("too small");
+        assert_eq!(least, 14_900_000_000);
+    }
+
+    #[test]
+    fn the_lean_slot_holds_the_larger_half_of_the_layout() {
+        let shape = SlotShape {
+            lg: 27,
+            n_l: 130_278_000,
+            n_a: 130_000_000,
+            n_b: 33_000_000,
+        };
+        let lean = lean_slot_bytes(&shape);
+        let abc = 3 * (1u64 << 27) * 32;
+        assert!(lean >= abc && lean < abc + (1 << 20));
+        assert!(lean < shape.bytes() as u64);
+        // A shape whose witness is longer than a, b, c: the witness decides.
+        let wide = SlotShape {
+            lg: 4,
+            n_l: 40,
+            n_a: 40,
+            n_b: 40,
+        };
+        let (lay, total) = wide.layout();
+        assert_eq!(
+            lean_slot_bytes(&wide),
+            (total - lay[crate::backend::slots::SlotVec::L as usize].0) as u64
+        );
+    }
+}
