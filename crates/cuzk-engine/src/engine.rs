@@ -418,6 +418,14 @@ impl Engine {
         &self.shared.cfg
     }
 
+    /// Stops accepting jobs at once: every later submit gets [`EngineError::ShuttingDown`]
+    /// and [`Engine::status`] says `accepting: false` from this call's return, so a front
+    /// end that reports readiness from it can flip its own signals after this call and
+    /// never answer two ways at once.
+    pub fn stop_accepting(&self) {
+        self.shared.state.lock().accepting = false;
+    }
+
     /// Stops accepting jobs, waits up to `drain` for accepted ones to finish, fails the
     /// rest with a reason (retryable: another daemon can prove them), and stops the workers (a prove in flight finishes and is
     /// discarded).

@@ -245,7 +245,11 @@ impl Daemon {
     /// # Errors
     /// [`ServeError::Grpc`] when the gRPC server failed.
     pub async fn shutdown(self) -> Result<ShutdownReport, ServeError> {
-        // Load balancers stop sending work before the drain starts.
+        // One draining state for every signal: the engine stops accepting first (so
+        // `/ready`, status and submits all see it), then the gRPC health service follows.
+        // In the other order a probe could see NOT_SERVING while `/ready` still said 200.
+        // See: #33.
+        self.engine.stop_accepting();
         crate::health::set(&self.health, false).await;
         let report = self.engine.shutdown(self.drain).await;
         self.stop.cancel();
