@@ -63,6 +63,10 @@ pub struct EngineConfig {
     /// in-service GPU may take (after faults) and retries those whose proof failed
     /// verification.
     pub cpu_fallback: bool,
+    /// Directory of the job journal (`journal.rs`): accepted jobs and finished results
+    /// survive a crash and are replayed at start. Empty (the engine's default; the
+    /// daemon's is a state directory) runs without one.
+    pub journal_dir: PathBuf,
 }
 
 impl Default for EngineConfig {
@@ -91,6 +95,7 @@ impl Default for EngineConfig {
             device_fault_threshold: 3,
             prove_timeout: Duration::from_secs(600),
             cpu_fallback: true,
+            journal_dir: PathBuf::new(),
         }
     }
 }

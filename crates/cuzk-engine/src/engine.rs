@@ -11,10 +11,12 @@ use cuzk_groth16::SrsOptions;
 use parking_lot::Mutex;
 use rand::RngCore;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::device::DeviceSpec;
 use crate::faults::JobFaults;
+use crate::journal::{Journal, Replayed};
 use crate::metrics::{Ending, Gauges, Metrics};
 use crate::srs_manager::SrsManager;
 use crate::state::{payload_bytes, payload_digest, Job, JobEnd, Progress, Shared, State};
@@ -69,6 +71,16 @@ impl Engine {
             },
             registry.clone(),
         ));
+        let (journal, replayed) = if cfg.journal_dir.as_os_str().is_empty() {
+            (None, Replayed::default())
+        } else {
+            let (j, r) = Journal::open(
+                &cfg.journal_dir,
+                cfg.result_retention,
+                cfg.result_retention_count,
+            )?;
+            (Some(j), r)
+        };
         let epoch_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis())
@@ -88,7 +100,12 @@ impl Engine {
             prove_cv: Default::default(),
             started: Instant::now(),
             id_prefix: format!("{epoch_ms:x}-{:016x}", rand::rngs::OsRng.next_u64()),
+            journal,
+            prior_prefixes: replayed.prefixes.clone(),
         });
+        if let Some(journal) = &shared.journal {
+            journal.started(&shared.id_prefix)?;
+        }
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name)
@@ -120,7 +137,9 @@ impl Engine {
             kinds = ?shared.registry.kinds(),
             "engine started"
         );
-        Ok(Engine { shared })
+        let engine = Engine { shared };
+        engine.replay(replayed);
+        Ok(engine)
     }
 
     /// Accepts a job, or attaches to the running or completed job of the same identity
@@ -133,9 +152,20 @@ impl Engine {
     /// [`EngineError::UnknownSrs`], [`EngineError::ResourceExhausted`] beyond
     /// `max_queued_jobs` or `max_queued_bytes`, [`EngineError::ShuttingDown`].
     pub fn submit(&self, spec: JobSpec) -> Result<SubmitOutcome, EngineError> {
+        self.submit_as(spec, None)
+    }
+
+    /// [`Engine::submit`], or with `restored`, the journal's replay of a job accepted
+    /// before a restart: it keeps its id, skips attaching and admission (it was admitted
+    /// once) and is not journaled again.
+    pub(crate) fn submit_as(
+        &self,
+        spec: JobSpec,
+        restored: Option<String>,
+    ) -> Result<SubmitOutcome, EngineError> {
         let digest = payload_digest(&spec);
         let payload_bytes = payload_bytes(&spec);
-        {
+        if restored.is_none() {
             let mut st = self.shared.state.lock();
             if !st.accepting {
                 return Err(EngineError::ShuttingDown);
@@ -170,14 +200,17 @@ impl Engine {
         if !st.accepting {
             return Err(EngineError::ShuttingDown);
         }
-        // Another submit of the same identity may have won the race while we parsed.
-        if let Some(existing) = self.attach(&st, &spec.request_id, &digest) {
-            return Ok(existing);
+        if restored.is_none() {
+            // Another submit of the same identity may have won the race while we parsed.
+            if let Some(existing) = self.attach(&st, &spec.request_id, &digest) {
+                return Ok(existing);
+            }
+            self.shared.admit(&st, payload_bytes)?;
         }
-        self.shared.admit(&st, payload_bytes)?;
         let seq = st.next_seq;
         st.next_seq += 1;
-        let id = format!("{}-{seq}", self.shared.id_prefix);
+        let journal_it = restored.is_none();
+        let id = restored.unwrap_or_else(|| format!("{}-{seq}", self.shared.id_prefix));
         let (outcome, _) = watch::channel(None);
         let job = Arc::new(Job {
             id: id.clone(),
@@ -220,6 +253,9 @@ impl Engine {
         let queue_position = self.position(&st, &job);
         st.jobs.insert(id.clone(), job.clone());
         drop(st);
+        if journal_it {
+            self.journal_accepted(&id, &spec)?;
+        }
         self.shared.synth_cv.notify_all();
         info!(job = %id, kind = %job.kind, %priority, partitions = n_partitions, circuit = %job.circuit_id, "job accepted");
         Ok(SubmitOutcome {
@@ -254,11 +290,10 @@ impl Engine {
             if let Some(retained) = st.results.get(job_id) {
                 return Ok(AwaitOutcome::Finished(retained.outcome.clone()));
             }
-            let job = st
-                .jobs
-                .get(job_id)
-                .ok_or_else(|| EngineError::UnknownJob(job_id.to_string()))?;
-            job.outcome.subscribe()
+            match st.jobs.get(job_id) {
+                Some(job) => job.outcome.subscribe(),
+                None => return Err(self.unknown(&st, job_id)),
+            }
         };
         let wait = async {
             match rx.wait_for(Option::is_some).await {
@@ -289,7 +324,7 @@ impl Engine {
             return if st.results.contains_key(job_id) {
                 Ok(false)
             } else {
-                Err(EngineError::UnknownJob(job_id.to_string()))
+                Err(self.unknown(&st, job_id))
             };
         };
         let was_running = progress.state != JobState::Queued;
@@ -429,10 +464,24 @@ impl Engine {
         &self.shared.cfg
     }
 
+    /// Stops accepting jobs at once: every later submit gets [`EngineError::ShuttingDown`]
+    /// and [`Engine::status`] says `accepting: false` from this call's return, so a front
+    /// end that reports readiness from it can flip its own signals after this call and
+    /// never answer two ways at once.
+    pub fn stop_accepting(&self) {
+        self.shared.state.lock().accepting = false;
+    }
+
     /// Stops accepting jobs, waits up to `drain` for accepted ones to finish, fails the
     /// rest with a reason (retryable: another daemon can prove them), and stops the workers (a prove in flight finishes and is
     /// discarded).
     pub async fn shutdown(&self, drain: Duration) -> ShutdownReport {
+        self.shutdown_or(drain, &CancellationToken::new()).await
+    }
+
+    /// [`Engine::shutdown`], ending the drain early when `early` is cancelled (a second
+    /// SIGTERM or SIGINT).
+    pub async fn shutdown_or(&self, drain: Duration, early: &CancellationToken) -> ShutdownReport {
         let active_at_start = {
             let mut st = self.shared.state.lock();
             st.accepting = false;
@@ -449,14 +498,31 @@ impl Engine {
             {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::select! {
+                _ = early.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+        }
+        // From here on finishes are not journaled: the jobs failed below stay pending in
+        // the journal and are proved again at the next start.
+        if let Some(journal) = &self.shared.journal {
+            journal.seal();
         }
         let mut st = self.shared.state.lock();
         let remaining: Vec<String> = st.active.keys().cloned().collect();
-        let reason = format!(
-            "daemon shut down: drain timeout of {:.1} s passed",
-            drain.as_secs_f64()
-        );
+        let kept = if self.shared.journal.is_some() {
+            "; the journal keeps it and the next start proves it again"
+        } else {
+            ""
+        };
+        let reason = if early.is_cancelled() {
+            format!("daemon shut down: the drain was ended early{kept}")
+        } else {
+            format!(
+                "daemon shut down: drain timeout of {:.1} s passed{kept}",
+                drain.as_secs_f64()
+            )
+        };
         let mut dropped = Vec::new();
         for id in &remaining {
             let end = JobEnd::retryable(reason.clone());

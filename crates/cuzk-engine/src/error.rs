@@ -44,9 +44,17 @@ pub enum EngineError {
         /// Live references.
         ref_count: u32,
     },
-    /// No job with this id (never existed, or its result expired).
-    #[error("unknown job_id {0:?}")]
+    /// No job with this id: this daemon (or, with a journal, an earlier run of it) never
+    /// issued it.
+    #[error("unknown job_id {0:?}: this daemon never issued it")]
     UnknownJob(String),
+    /// This daemon issued the id, but the job's result is no longer retained
+    /// (`result_retention_secs`, `result_retention_count`).
+    #[error("job_id {0:?} expired: its result passed result_retention_secs or result_retention_count and is gone")]
+    ExpiredJob(String),
+    /// The job journal cannot be written or opened.
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
     /// The engine is draining or stopped and accepts no new work.
     #[error("engine is shutting down")]
     ShuttingDown,

@@ -22,9 +22,11 @@
 pub mod config;
 pub mod device;
 mod engine;
+mod engine_journal;
 mod engine_params;
 pub mod error;
 mod faults;
+pub mod journal;
 pub mod metrics;
 pub mod registry;
 pub mod sizing;

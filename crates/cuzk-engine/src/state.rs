@@ -177,6 +177,10 @@ pub(crate) struct Shared {
     /// Makes job ids unique across daemon restarts and across daemons: the start time
     /// (ms, hex) and 64 random bits from the OS (hex).
     pub id_prefix: String,
+    /// The job journal (`journal.rs`), when `journal_dir` is set, and the id prefixes of
+    /// the earlier runs it remembers.
+    pub journal: Option<crate::journal::Journal>,
+    pub prior_prefixes: Vec<String>,
 }
 
 /// The host-memory ledger: what the process holds, by item, and the one budget their sum
@@ -389,6 +393,9 @@ impl Shared {
             retryable,
             timings,
         });
+        if let Some(journal) = &self.journal {
+            journal.finished(&outcome, &job.digest);
+        }
         job.outcome.send_replace(Some(outcome.clone()));
         st.results.insert(
             job.id.clone(),

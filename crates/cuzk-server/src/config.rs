@@ -33,6 +33,19 @@ pub struct DaemonConfig {
     pub max_concurrent_streams: u32,
     /// GPU ordinals to prove on; empty: every GPU found.
     pub gpu_ordinals: Vec<u32>,
+    /// More gRPC listen addresses served beside `listen` (same forms), e.g. a TCP port
+    /// for remote provers beside Curio's unix socket.
+    pub listen_also: Vec<String>,
+    /// Whether calls on unix-socket listeners must carry the token too. False: a unix
+    /// socket is authorised by its file mode (0660, the daemon's user and group) and only
+    /// TCP listeners require the token, so Curio's client (which sends none) works beside
+    /// a token-protected TCP port.
+    pub token_on_unix_sockets: bool,
+    /// Directory of the job journal: accepted jobs and finished results survive a crash
+    /// or a restart and are replayed at start. Empty: no journal. Default:
+    /// `$STATE_DIRECTORY` (systemd's `StateDirectory=`), else `$XDG_STATE_HOME/cuzk`,
+    /// else `$HOME/.local/state/cuzk`, else `/var/lib/cuzk`.
+    pub journal_dir: PathBuf,
     /// Engine settings.
     pub engine: EngineSection,
     /// GPU backend tuning.
@@ -123,6 +136,9 @@ impl Default for DaemonConfig {
             max_response_bytes: 256 << 20,
             max_concurrent_streams: 256,
             gpu_ordinals: Vec::new(),
+            listen_also: Vec::new(),
+            token_on_unix_sockets: true,
+            journal_dir: default_journal_dir(),
             engine: EngineSection::default(),
             gpu: GpuSection::default(),
         }
@@ -153,6 +169,28 @@ impl Default for EngineSection {
             cpu_fallback: e.cpu_fallback,
         }
     }
+}
+
+/// The default `journal_dir` (see [`DaemonConfig::journal_dir`]).
+pub fn default_journal_dir() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("STATE_DIRECTORY") {
+        // systemd may list several, separated by colons; the first is this unit's.
+        let first = dir
+            .to_string_lossy()
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        return PathBuf::from(first);
+    }
+    if let Some(dir) = var("XDG_STATE_HOME") {
+        return PathBuf::from(dir).join("cuzk");
+    }
+    if let Some(home) = var("HOME") {
+        return PathBuf::from(home).join(".local/state/cuzk");
+    }
+    PathBuf::from("/var/lib/cuzk")
 }
 
 /// A config file that cannot be used.
@@ -249,6 +287,19 @@ impl DaemonConfig {
             reason,
         };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if let Ok(meta) = std::fs::metadata(path) {
+                let mode = meta.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    tracing::warn!(
+                        path = %path.display(),
+                        mode = format!("{mode:o}"),
+                        "the token file is readable by other users: chmod 600 it"
+                    );
+                }
+            }
+        }
         let token = text.trim();
         if token.is_empty() {
             return Err(bad("the file is empty".into()));
@@ -288,6 +339,9 @@ impl DaemonConfig {
             device_fault_threshold: e.device_fault_threshold,
             prove_timeout: Duration::from_secs(e.prove_timeout_secs),
             cpu_fallback: e.cpu_fallback,
+            // The daemon sets it from the top-level `journal_dir` (serve.rs); an engine
+            // run in-process from this config keeps no journal.
+            journal_dir: PathBuf::new(),
         }
     }
 }

@@ -236,7 +236,9 @@ pub fn engine_error(err: EngineError) -> Status {
         | EngineError::UnknownSrs { .. } => Status::invalid_argument(message),
         EngineError::ResourceExhausted(_) => Status::resource_exhausted(message),
         EngineError::SrsInUse { .. } => Status::failed_precondition(message),
-        EngineError::UnknownJob(_) => Status::not_found(message),
+        EngineError::UnknownJob(_) | EngineError::ExpiredJob(_) => Status::not_found(message),
+        // The journal could not be written: nothing was accepted; another daemon may take it.
+        EngineError::Journal(_) => Status::unavailable(message),
         EngineError::ShuttingDown => Status::unavailable(message),
         // Parameters that cannot load here may load on another daemon.
         EngineError::SrsLoad { .. } => Status::unavailable(message),

@@ -1,12 +1,17 @@
-//! [`Daemon`]: the engine behind its listeners. Binds the gRPC listener (unix socket or
-//! TCP) and the HTTP listener, serves until asked to stop, then stops accepting
-//! connections, drains the engine with a timeout and returns. The binary's `cuzk daemon`
-//! and the end-to-end tests both run the daemon through this type.
+//! [`Daemon`]: the engine behind its listeners. Binds the gRPC listeners (`listen` and
+//! `listen_also`: unix sockets and TCP) and the HTTP listener, serves until asked to stop,
+//! then drains: the engine stops accepting (submits get UNAVAILABLE, health NOT_SERVING,
+//! `/ready` 503) while every listener keeps answering AwaitProof, GetStatus, health and
+//! HTTP, so a job that finishes during the drain is collected; when the drain ends (all
+//! jobs done, the timeout, or [`Daemon::end_drain_token`]) the listeners close and it
+//! returns. The binary's `cuzk daemon` and the end-to-end tests both run it.
 //!
 //! What it refuses before the engine starts: a unix socket a live daemon answers on (see
 //! [`crate::socket`]), and a non-loopback TCP address without a token unless
-//! `allow_unauthenticated_remote` says so. What the gRPC server enforces: the token
-//! ([`crate::auth`]), message sizes (a request over `max_request_bytes` gets
+//! `allow_unauthenticated_remote` says so. Auth is per listener: TCP listeners require the
+//! token when one is configured; unix sockets too unless `token_on_unix_sockets = false`,
+//! when the socket's file mode (0660) is their only check. What the gRPC server
+//! enforces: the token ([`crate::auth`]), message sizes (a request over `max_request_bytes` gets
 //! RESOURCE_EXHAUSTED), and `max_concurrent_streams` per connection.
 
 use std::path::PathBuf;
@@ -68,17 +73,22 @@ pub enum ServeError {
 /// A running daemon.
 pub struct Daemon {
     engine: Arc<Engine>,
-    grpc_addr: ListenAddr,
+    grpc_addrs: Vec<ListenAddr>,
     http_addr: Option<std::net::SocketAddr>,
+    /// Cancelled to ask for a drain (a signal handler, a test).
     stop: CancellationToken,
-    grpc_task: JoinHandle<Result<(), tonic::transport::Error>>,
+    /// Cancelled to end a drain early (a second signal).
+    early: CancellationToken,
+    /// Cancelled when the drain is over: the listeners close.
+    close: CancellationToken,
+    grpc_tasks: Vec<JoinHandle<Result<(), tonic::transport::Error>>>,
     http_task: Option<JoinHandle<()>>,
     health: tonic_health::server::HealthReporter,
-    socket_path: Option<PathBuf>,
+    socket_paths: Vec<PathBuf>,
     drain: Duration,
 }
 
-/// The bound gRPC listener.
+/// A bound gRPC listener and whether its calls must carry the token.
 enum Bound {
     Unix(tokio::net::UnixListener, PathBuf),
     Tcp(TcpListener),
@@ -94,96 +104,117 @@ impl Daemon {
         registry: KindRegistry,
         devices: Vec<DeviceSpec>,
     ) -> Result<Daemon, ServeError> {
-        let listen = ListenAddr::parse(&cfg.listen)?;
         let token = cfg.auth_token()?;
         let bind_err = |addr: &str, source| ServeError::Bind {
             addr: addr.to_string(),
             source,
         };
         // Bound before the engine starts: a refusal costs nothing.
-        let (bound, grpc_addr) = match &listen {
-            ListenAddr::Unix(path) => (
-                Bound::Unix(crate::socket::bind(path).await?, path.clone()),
-                listen.clone(),
-            ),
-            ListenAddr::Tcp(addr) => {
-                let listener = TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| bind_err(addr, e))?;
-                let local = listener.local_addr().map_err(|e| bind_err(addr, e))?;
-                let open = !local.ip().is_loopback() && token.is_none();
-                if open && !cfg.allow_unauthenticated_remote {
-                    return Err(ServeError::Unprotected { addr: local });
+        let mut bound = Vec::new();
+        for addr in std::iter::once(&cfg.listen).chain(&cfg.listen_also) {
+            let listen = ListenAddr::parse(addr)?;
+            match &listen {
+                ListenAddr::Unix(path) => {
+                    let listener = crate::socket::bind(path).await?;
+                    let check = cfg.token_on_unix_sockets;
+                    bound.push((Bound::Unix(listener, path.clone()), listen.clone(), check));
                 }
-                if open {
-                    warn!(listen = %local, "serving gRPC without a token on a non-loopback address (allow_unauthenticated_remote)");
+                ListenAddr::Tcp(addr) => {
+                    let listener = TcpListener::bind(addr)
+                        .await
+                        .map_err(|e| bind_err(addr, e))?;
+                    let local = listener.local_addr().map_err(|e| bind_err(addr, e))?;
+                    let open = !local.ip().is_loopback() && token.is_none();
+                    if open && !cfg.allow_unauthenticated_remote {
+                        return Err(ServeError::Unprotected { addr: local });
+                    }
+                    if open {
+                        warn!(listen = %local, "serving gRPC without a token on a non-loopback address (allow_unauthenticated_remote)");
+                    }
+                    bound.push((
+                        Bound::Tcp(listener),
+                        ListenAddr::Tcp(local.to_string()),
+                        true,
+                    ));
                 }
-                (Bound::Tcp(listener), ListenAddr::Tcp(local.to_string()))
             }
-        };
+        }
         let http_listener = if cfg.http_listen.is_empty() {
             None
         } else {
-            Some(
-                TcpListener::bind(&cfg.http_listen)
-                    .await
-                    .map_err(|e| bind_err(&cfg.http_listen, e))?,
-            )
+            let listener = TcpListener::bind(&cfg.http_listen)
+                .await
+                .map_err(|e| bind_err(&cfg.http_listen, e))?;
+            if listener.local_addr().is_ok_and(|a| a.ip().is_unspecified()) {
+                warn!(listen = %cfg.http_listen, "the HTTP port listens on every interface: /status names job ids; prefer loopback or a monitoring network");
+            }
+            Some(listener)
         };
 
-        let engine = Arc::new(Engine::start(cfg.engine_config(), registry, devices)?);
-        let stop = CancellationToken::new();
+        // Only the daemon journals; an in-process engine (bench batch) does not.
+        let mut engine_cfg = cfg.engine_config();
+        engine_cfg.journal_dir = cfg.journal_dir.clone();
+        let engine = Arc::new(Engine::start(engine_cfg, registry, devices)?);
+        let (stop, early, close) = (
+            CancellationToken::new(),
+            CancellationToken::new(),
+            CancellationToken::new(),
+        );
         let limit = |bytes: u64| usize::try_from(bytes).unwrap_or(usize::MAX);
-        let service = ProvingEngineServer::new(ProvingService::new(
-            engine.clone(),
-            ServiceOptions {
-                allow_synthetic: cfg.allow_synthetic,
-            },
-        ))
-        .max_decoding_message_size(limit(cfg.max_request_bytes))
-        .max_encoding_message_size(limit(cfg.max_response_bytes));
-        let service = InterceptedService::new(service, BearerAuth::new(token.clone()));
         let (health, health_service) = tonic_health::server::health_reporter();
-        // Set before the listener serves, so the first probe already has the answer.
+        // Set before the listeners serve, so the first probe already has the answer.
         crate::health::set(&health, crate::health::readiness(&engine.status()).ready).await;
         tokio::spawn(crate::health::watch(
             engine.clone(),
             health.clone(),
-            stop.clone(),
+            close.clone(),
         ));
-        let router = tonic::transport::Server::builder()
-            .max_concurrent_streams(cfg.max_concurrent_streams)
-            .layer(tower::util::MapResponseLayer::new(
-                too_large_is_resource_exhausted,
+        let mut grpc_tasks = Vec::new();
+        let mut grpc_addrs = Vec::new();
+        let mut socket_paths = Vec::new();
+        for (listener, addr, check_token) in bound {
+            let service = ProvingEngineServer::new(ProvingService::new(
+                engine.clone(),
+                ServiceOptions {
+                    allow_synthetic: cfg.allow_synthetic,
+                },
             ))
-            .add_service(health_service)
-            .add_service(service);
-        let signal = stop.clone().cancelled_owned();
-        let (grpc_task, socket_path) = match bound {
-            Bound::Unix(listener, path) => {
-                let incoming =
-                    UnixListenerStream::new(listener).map(|conn| conn.map(AuthorityFix::new));
-                (
-                    tokio::spawn(router.serve_with_incoming_shutdown(incoming, signal)),
-                    Some(path),
-                )
-            }
-            Bound::Tcp(listener) => {
-                let incoming = TcpListenerStream::new(listener);
-                (
-                    tokio::spawn(router.serve_with_incoming_shutdown(incoming, signal)),
-                    None,
-                )
-            }
-        };
-        info!(listen = %grpc_addr, auth = token.is_some(), "grpc listening");
+            .max_decoding_message_size(limit(cfg.max_request_bytes))
+            .max_encoding_message_size(limit(cfg.max_response_bytes));
+            let required = if check_token { token.clone() } else { None };
+            let auth = required.is_some();
+            let service = InterceptedService::new(service, BearerAuth::new(required));
+            let router = tonic::transport::Server::builder()
+                .max_concurrent_streams(cfg.max_concurrent_streams)
+                .layer(tower::util::MapResponseLayer::new(
+                    too_large_is_resource_exhausted,
+                ))
+                .add_service(health_service.clone())
+                .add_service(service);
+            let signal = close.clone().cancelled_owned();
+            let task = match listener {
+                Bound::Unix(listener, path) => {
+                    socket_paths.push(path);
+                    let incoming =
+                        UnixListenerStream::new(listener).map(|conn| conn.map(AuthorityFix::new));
+                    tokio::spawn(router.serve_with_incoming_shutdown(incoming, signal))
+                }
+                Bound::Tcp(listener) => {
+                    let incoming = TcpListenerStream::new(listener);
+                    tokio::spawn(router.serve_with_incoming_shutdown(incoming, signal))
+                }
+            };
+            info!(listen = %addr, auth, "grpc listening");
+            grpc_tasks.push(task);
+            grpc_addrs.push(addr);
+        }
 
         let (http_task, http_addr) = match http_listener {
             None => (None, None),
             Some(listener) => {
                 let local = listener.local_addr().ok();
                 let app = crate::http::router(engine.clone());
-                let http_stop = stop.clone();
+                let http_stop = close.clone();
                 let task = tokio::spawn(async move {
                     let served = axum::serve(listener, app)
                         .with_graceful_shutdown(http_stop.cancelled_owned())
@@ -199,13 +230,15 @@ impl Daemon {
 
         Ok(Daemon {
             engine,
-            grpc_addr,
+            grpc_addrs,
             http_addr,
             stop,
-            grpc_task,
+            early,
+            close,
+            grpc_tasks,
             http_task,
             health,
-            socket_path,
+            socket_paths,
             drain: Duration::from_secs(cfg.drain_timeout_secs),
         })
     }
@@ -215,9 +248,15 @@ impl Daemon {
         &self.engine
     }
 
-    /// The gRPC address (for TCP, the bound address: port 0 becomes the real port).
+    /// The first gRPC address, `listen` (for TCP, the bound address: port 0 becomes the
+    /// real port).
     pub fn grpc_addr(&self) -> &ListenAddr {
-        &self.grpc_addr
+        &self.grpc_addrs[0]
+    }
+
+    /// Every gRPC address: `listen`, then `listen_also` in order.
+    pub fn grpc_addrs(&self) -> &[ListenAddr] {
+        &self.grpc_addrs
     }
 
     /// The bound HTTP address, when HTTP is enabled.
@@ -225,9 +264,17 @@ impl Daemon {
         self.http_addr
     }
 
-    /// A token that stops the daemon when cancelled (e.g. from a signal handler).
+    /// A token that starts the drain when cancelled (e.g. from a signal handler); the
+    /// listeners stay up until the drain ends.
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()
+    }
+
+    /// A token that ends a drain early when cancelled (a second SIGTERM or SIGINT). The
+    /// jobs still running are failed for the callers present; with a journal they stay
+    /// pending in it, and the next start proves them again.
+    pub fn end_drain_token(&self) -> CancellationToken {
+        self.early.clone()
     }
 
     /// Runs until the stop token is cancelled, then shuts down as [`Daemon::shutdown`].
@@ -240,20 +287,32 @@ impl Daemon {
     }
 
     /// Drains the engine (accepted jobs finish within the drain timeout, the rest fail
-    /// with a reason), then stops the listeners; in-flight calls get their answers first.
+    /// with a reason) while the listeners keep answering reads, then stops the
+    /// listeners; in-flight calls get their answers first.
     ///
     /// # Errors
     /// [`ServeError::Grpc`] when the gRPC server failed.
     pub async fn shutdown(self) -> Result<ShutdownReport, ServeError> {
-        // Load balancers stop sending work before the drain starts.
+        // One draining state for every signal: the engine stops accepting first (so
+        // `/ready`, status and submits all see it), then the gRPC health service follows.
+        // In the other order a probe could see NOT_SERVING while `/ready` still said 200.
+        // See: #33.
+        self.engine.stop_accepting();
         crate::health::set(&self.health, false).await;
-        let report = self.engine.shutdown(self.drain).await;
-        self.stop.cancel();
-        let grpc = self.grpc_task.await;
+        let report = self.engine.shutdown_or(self.drain, &self.early).await;
+        self.close.cancel();
+        let mut failed = None;
+        for task in self.grpc_tasks {
+            match task.await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => failed = Some(err),
+                Err(join) => warn!(cause = %join, "grpc task ended abnormally"),
+            }
+        }
         if let Some(task) = self.http_task {
             let _ = task.await;
         }
-        if let Some(path) = &self.socket_path {
+        for path in &self.socket_paths {
             let _ = std::fs::remove_file(path);
         }
         info!(
@@ -261,13 +320,9 @@ impl Daemon {
             failed = report.failed,
             "daemon stopped"
         );
-        match grpc {
-            Ok(Ok(())) => Ok(report),
-            Ok(Err(err)) => Err(ServeError::Grpc(err)),
-            Err(join) => {
-                warn!(cause = %join, "grpc task ended abnormally");
-                Ok(report)
-            }
+        match failed {
+            None => Ok(report),
+            Some(err) => Err(ServeError::Grpc(err)),
         }
     }
 }

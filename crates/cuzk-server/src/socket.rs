@@ -1,7 +1,8 @@
-//! The gRPC unix socket, bound safely: its directory is created when missing, a socket
-//! with a live daemon behind it is never taken over (probed by connecting), a stale one is
-//! replaced, anything else at the path is refused, and the socket appears at its path
-//! already with mode 0660 (bound in a private directory, then renamed into place).
+//! The gRPC unix socket, bound safely: its directory is created (0750) when missing, a
+//! socket with a live daemon behind it is never taken over (probed by connecting, for a
+//! few seconds: a daemon killed a moment ago still accepts connections while it exits), a
+//! stale one is replaced, anything else at the path is refused, and the socket appears at
+//! its path already with mode 0660 (bound in a private directory, then renamed into place).
 
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -10,6 +11,12 @@ use tokio::net::UnixListener;
 
 /// The socket's mode: the daemon's user and group may connect, nobody else.
 pub const SOCKET_MODE: u32 = 0o660;
+/// The mode of a socket directory the daemon creates, whatever the umask.
+pub const DIR_MODE: u32 = 0o750;
+/// How long a socket that still accepts connections is probed before it counts as a live
+/// daemon's. A daemon killed with SIGKILL keeps its listening socket until the kernel has
+/// torn the process down, which took up to 2.2 s for a large one (issue #32 item 4).
+pub const LIVE_PROBE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Why the socket could not be bound.
 #[derive(Debug, thiserror::Error)]
@@ -56,23 +63,44 @@ pub async fn bind(path: &Path) -> Result<UnixListener, SocketError> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir).map_err(|source| SocketError::Directory {
+    let dir_err = |source| SocketError::Directory {
         dir: dir.clone(),
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    if !dir.is_dir() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(DIR_MODE)
+            .create(&dir)
+            .map_err(dir_err)?;
+        // DirBuilder's mode passes through the umask (0027 would still give 0750, but
+        // 077 gives 0700 and Curio's group could not reach the socket): set it outright.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(DIR_MODE))
+            .map_err(dir_err)?;
+    }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if !meta.file_type().is_socket() => {
             return Err(SocketError::NotASocket(path.to_path_buf()))
         }
-        Ok(_) => match tokio::net::UnixStream::connect(path).await {
-            Ok(_) => return Err(SocketError::InUse(path.to_path_buf())),
-            // Only a refused connection proves that nobody listens.
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                tracing::info!(path = %path.display(), "replacing a stale socket (no daemon behind it)");
+        Ok(_) => {
+            let deadline = tokio::time::Instant::now() + LIVE_PROBE;
+            loop {
+                match tokio::net::UnixStream::connect(path).await {
+                    Ok(_) if tokio::time::Instant::now() >= deadline => {
+                        return Err(SocketError::InUse(path.to_path_buf()))
+                    }
+                    // Maybe a daemon that is exiting: ask again shortly.
+                    Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+                    // Only a refused connection proves that nobody listens.
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                        tracing::info!(path = %path.display(), "replacing a stale socket (no daemon behind it)");
+                        break;
+                    }
+                    Err(e) => return Err(bind_err(e)),
+                }
             }
-            Err(e) => return Err(bind_err(e)),
-        },
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(bind_err(e)),
     }
@@ -114,6 +142,9 @@ mod tests {
         let meta = std::fs::symlink_metadata(&path).expect("socket exists");
         assert!(meta.file_type().is_socket());
         assert_eq!(meta.mode() & 0o777, SOCKET_MODE);
+        // See: #32 item 6.
+        let dir_meta = std::fs::metadata(dir.join("sub")).expect("directory exists");
+        assert_eq!(dir_meta.mode() & 0o777, DIR_MODE);
         let leftovers: Vec<_> = std::fs::read_dir(dir.join("sub")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "only the socket remains: {leftovers:?}");
         let _ = std::fs::remove_dir_all(&dir);

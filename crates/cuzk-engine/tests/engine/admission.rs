@@ -157,7 +157,8 @@ fn results_expire_by_age_and_memory_returns_to_baseline() {
     assert_eq!(engine.job_for_request("expire-0"), None);
     assert!(matches!(
         runtime().block_on(engine.await_job(&ids[0], None)),
-        Err(EngineError::UnknownJob(_))
+        // See: #32 item 6: an id this engine issued says it expired.
+        Err(EngineError::ExpiredJob(_))
     ));
     // The same identity after expiry is a new job.
     let again = engine.submit(porep("expire-0", 0)).expect("accepted");

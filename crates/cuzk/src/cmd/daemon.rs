@@ -1,6 +1,8 @@
 //! `cuzk daemon`: loads `cuzk.toml` (every key optional; Curio's `cuzk.toml` is read too),
 //! applies CLI overrides, starts the engine behind the gRPC and HTTP listeners, and on
-//! SIGINT/SIGTERM drains accepted jobs (bounded by `drain_timeout_secs`) before exiting.
+//! SIGINT/SIGTERM drains accepted jobs (bounded by `drain_timeout_secs`) before exiting,
+//! the listeners still answering reads; a second SIGINT/SIGTERM ends the drain early
+//! (with a journal, the jobs left are proved again at the next start).
 //! `--print-config` prints the effective config as TOML and exits.
 
 use std::path::PathBuf;
@@ -44,6 +46,9 @@ pub struct Args {
     /// File holding the bearer token every gRPC call must carry.
     #[arg(long)]
     pub auth_token_file: Option<PathBuf>,
+    /// Job journal directory ("" disables it).
+    #[arg(long)]
+    pub journal_dir: Option<PathBuf>,
     /// Serve the test-only SYNTHETIC kind (generates its parameters on first use).
     #[arg(long)]
     pub allow_synthetic: bool,
@@ -91,6 +96,9 @@ impl Args {
         }
         if self.allow_synthetic {
             cfg.allow_synthetic = true;
+        }
+        if let Some(v) = &self.journal_dir {
+            cfg.journal_dir = v.clone();
         }
         Ok(cfg)
     }
@@ -166,14 +174,23 @@ async fn serve(cfg: DaemonConfig, no_gpu: bool) -> anyhow::Result<()> {
         .await
         .context("starting the daemon")?;
     let stop = daemon.stop_token();
+    let early = daemon.end_drain_token();
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     tokio::spawn(async move {
+        // The first signal drains (the listeners keep answering reads), the second ends
+        // the drain early.
         tokio::select! {
-            _ = sigint.recv() => info!("SIGINT: draining"),
-            _ = sigterm.recv() => info!("SIGTERM: draining"),
+            _ = sigint.recv() => info!("SIGINT: draining (another signal ends the drain)"),
+            _ = sigterm.recv() => info!("SIGTERM: draining (another signal ends the drain)"),
         }
         stop.cancel();
+        tokio::select! {
+            _ = sigint.recv() => {}
+            _ = sigterm.recv() => {}
+        }
+        info!("second signal: ending the drain");
+        early.cancel();
     });
     let report = daemon.run_until_stopped().await.context("serving")?;
     info!(drained = report.drained, failed = report.failed, "exiting");

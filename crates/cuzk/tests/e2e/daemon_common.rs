@@ -31,6 +31,8 @@ pub fn config(name: &str, edit: impl FnOnce(&mut DaemonConfig)) -> DaemonConfig 
         http_listen: String::new(),
         drain_timeout_secs: 30,
         allow_synthetic: true,
+        // Tests that journal name their own directory.
+        journal_dir: PathBuf::new(),
         ..DaemonConfig::default()
     };
     cfg.engine.param_dir = param_dir();

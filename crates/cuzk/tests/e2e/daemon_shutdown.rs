@@ -48,6 +48,8 @@ fn example_config_is_the_default_config() {
     let mut example = DaemonConfig::load(std::path::Path::new(path)).expect("example parses");
     // param_dir's default comes from the environment.
     example.engine.param_dir = DaemonConfig::default().engine.param_dir;
+    // So does journal_dir's.
+    example.journal_dir = DaemonConfig::default().journal_dir;
     assert_eq!(example, DaemonConfig::default());
 }
 
@@ -62,6 +64,8 @@ async fn sigterm_drains_accepted_jobs() {
             "--drain-timeout-secs",
             "60",
             "--allow-synthetic",
+            "--journal-dir",
+            "",
         ])
         .arg("--listen")
         .arg(format!("unix://{}", socket.display()))

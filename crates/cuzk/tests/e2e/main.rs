@@ -7,6 +7,7 @@ mod bench_proof;
 mod cli_prove;
 mod daemon_access;
 mod daemon_common;
+mod daemon_durable;
 mod daemon_health;
 mod daemon_interop;
 mod daemon_load;
