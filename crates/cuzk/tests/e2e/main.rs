@@ -4,6 +4,7 @@
 //! shared parameter cache is written atomically.
 
 mod bench_proof;
+mod cli_messages;
 mod cli_prove;
 mod daemon_access;
 mod daemon_common;
