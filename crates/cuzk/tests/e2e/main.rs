@@ -13,3 +13,4 @@ mod daemon_interop;
 mod daemon_load;
 mod daemon_rpc;
 mod daemon_shutdown;
+mod support;
