@@ -151,7 +151,7 @@ fn h_window_table_is_built_once_and_gives_the_same_sums() {
     if std::env::var_os("CUZK_GPU_H_TABLE").is_some()
         || std::env::var_os("CUZK_GPU_MSM_C").is_some()
     {
-        eprintln!("skipped: CUZK_GPU_H_TABLE or CUZK_GPU_MSM_C is set");
+        support::skip("CUZK_GPU_H_TABLE or CUZK_GPU_MSM_C is set");
         return;
     }
     // Preloading builds the table (H has 2^13 - 1 points: a table of several rows pays).
@@ -377,7 +377,7 @@ macro_rules! backend_test {
             #[test]
             fn gpu() {
                 let Some(backend) = crate::shared_gpu() else {
-                    println!("skipped: no CUDA device");
+                    crate::support::skip("no CUDA device");
                     return;
                 };
                 ($body)(backend as &dyn cuzk_groth16::Backend);

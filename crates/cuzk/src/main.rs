@@ -75,7 +75,7 @@ fn main() {
         Command::Status(args) => cmd::status::run(args),
     };
     if let Err(err) = result {
-        eprintln!("error: {err:#}");
+        eprintln!("error: {}", cmd::error_chain(&err));
         std::process::exit(1);
     }
 }

@@ -122,7 +122,7 @@ fn synthetic_porep_2k_verifies_with_filecoin_proofs() {
 #[test]
 fn non_interactive_porep_2k_aggregates_and_verifies_with_filecoin_proofs() {
     if std::env::var("CUZK_TEST_SLOW").as_deref() != Ok("1") {
-        eprintln!("skipped: 13 CPU proofs of 2^22 rows; set CUZK_TEST_SLOW=1 to run");
+        crate::common::skip("CUZK_TEST_SLOW unset (13 CPU proofs of 2^22 rows)");
         return;
     }
     let kind = FilecoinKind::PoRep;

@@ -1,5 +1,5 @@
-//! What the device test binaries share: the device, or a printed skip without one, and
-//! the random seed (`CUZK_TEST_SEED` to repeat a run).
+//! What the device test binaries share: the device, or a recorded skip without one (see
+//! [`skip`]), and the random seed (`CUZK_TEST_SEED` to repeat a run).
 
 #![allow(dead_code)] // each binary uses its own subset
 
@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cuzk_gpu::Device;
 
-/// Device 0, or `None` after printing `skipped: no CUDA device`; a device that is present
+/// Device 0, or `None` after [`skip`]ping with `no CUDA device`; a device that is present
 /// but does not open fails the test.
 pub fn device() -> Option<Arc<Device>> {
     match cuzk_gpu::device_count() {
@@ -16,9 +16,34 @@ pub fn device() -> Option<Arc<Device>> {
             Err(e) => panic!("a device is present but does not open: {e}"),
         },
         _ => {
-            println!("skipped: no CUDA device");
+            skip("no CUDA device");
             None
         }
+    }
+}
+
+/// Prints `skipped: {reason}` (cargo's capture hides it, and the test counts as passed) and,
+/// when `CUZK_SKIP_LOG` names a file, as `.ci/run` sets it, appends `{test}\t{reason}` to
+/// it in one write, so that the run can say what did not run and why. Keep `reason` the
+/// same at every site that skips for the same cause: `.ci/run` counts per reason.
+pub fn skip(reason: &str) {
+    println!("skipped: {reason}");
+    let Some(log) = std::env::var_os("CUZK_SKIP_LOG") else {
+        return;
+    };
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let line = format!("{test}\t{reason}\n");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    // A skip that cannot be counted must not pass unseen either.
+    if let Err(e) = written {
+        panic!(
+            "CUZK_SKIP_LOG {}: {e}",
+            std::path::Path::new(&log).display()
+        );
     }
 }
 

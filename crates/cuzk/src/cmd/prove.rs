@@ -129,8 +129,9 @@ pub struct Args {
     /// The circuit.
     #[command(flatten)]
     pub circuit: CircuitArgs,
-    /// Parameters file (bellperson format) made for this circuit, e.g. by `cuzk gen params`.
-    #[arg(long, required_unless_present_any = ["demo", "kind"])]
+    /// Parameters file (bellperson format) made for this circuit, e.g. by `cuzk gen params`
+    /// (needed unless `--demo` or `--kind`; `run` says so, naming all three).
+    #[arg(long)]
     pub params: Option<PathBuf>,
     /// Seed of the witness (default: the structure seed); any value proves with the same
     /// parameters.
@@ -167,8 +168,17 @@ pub struct Args {
 /// The demo's size: proves in about a second on two cores.
 const DEMO_LOG_N: u32 = 12;
 
+/// What `cuzk prove` says when it is given nothing to prove.
+pub const NOTHING_TO_PROVE: &str = "cuzk prove needs something to prove: \
+     --demo (a small synthetic circuit, parameters made on first use), \
+     --kind porep|window-post|winning-post|snap --sector DIR (a Filecoin proof of a test sector), \
+     or --log-n K --params FILE (the synthetic circuit with parameters from `cuzk gen params`)";
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if !args.demo && args.kind.is_none() && args.params.is_none() {
+        bail!(NOTHING_TO_PROVE);
+    }
     // Open the device first: a missing GPU fails before any work is done.
     let backend: Box<dyn Backend> = match args.backend {
         BackendKind::Cpu => Box::new(CpuBackend::new()),
@@ -203,8 +213,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let opts = SrsOptions {
         check_points: args.check_points,
     };
-    let srs = Srs::load(&params_path, opts)
-        .with_context(|| format!("loading {}", params_path.display()))?;
+    // The reader's errors name the file: the context does not repeat it.
+    let srs = Srs::load(&params_path, opts).context("loading the parameters")?;
     stages.push(("srs_load".into(), t.elapsed()));
 
     let t = Instant::now();

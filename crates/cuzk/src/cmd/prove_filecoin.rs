@@ -30,8 +30,8 @@ pub fn run(
     let proof = cuzk_filecoin::parse_in(kind, &request, param_dir)?;
     let params = proof.params_path(param_dir);
     let t = Instant::now();
-    let srs = Srs::load(&params, SrsOptions::default())
-        .with_context(|| format!("loading {}", params.display()))?;
+    // The reader's errors name the file: the context does not repeat it.
+    let srs = Srs::load(&params, SrsOptions::default()).context("loading the parameters")?;
     let srs_load = t.elapsed();
     println!(
         "{kind} {}: {} partition(s), parameters {} loaded in {:.1} ms",

@@ -37,7 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let status = runtime.block_on(async {
         let mut client = cuzk_server::connect(&addr)
             .await
-            .with_context(|| format!("connecting to {addr}"))?;
+            .map_err(|e| unreachable(&addr, e))?;
         let request = cuzk_server::auth::request(pb::GetStatusRequest {}, token.as_deref())?;
         let status = client.get_status(request).await.context("GetStatus")?;
         anyhow::Ok(status.into_inner())
@@ -48,6 +48,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     print!("{}", render(&status));
     Ok(())
+}
+
+/// Why no daemon answered at `addr`, with the OS's reason (the innermost cause: tonic's
+/// outer ones say only "transport error") and what to do about it.
+fn unreachable(
+    addr: &ListenAddr,
+    err: impl std::error::Error + Send + Sync + 'static,
+) -> anyhow::Error {
+    let err = anyhow::Error::from(err);
+    anyhow::anyhow!(
+        "connecting to {addr}: {}; is the daemon running? start it with `cuzk daemon` \
+         (or pass --connect ADDR)",
+        err.root_cause()
+    )
 }
 
 /// The status as a human-readable table.

@@ -180,7 +180,7 @@ fn demo_makes_then_reuses_its_parameters() {
         );
     } else {
         assert!(err.contains("no usable CUDA device"), "{err}");
-        println!("skipped the GPU half: no CUDA device");
+        crate::support::skip("no CUDA device");
     }
     let _ = std::fs::remove_dir_all(&cache);
 }

@@ -4,6 +4,7 @@
 //! shared parameter cache is written atomically.
 
 mod bench_proof;
+mod cli_messages;
 mod cli_prove;
 mod daemon_access;
 mod daemon_common;
@@ -13,3 +14,4 @@ mod daemon_interop;
 mod daemon_load;
 mod daemon_rpc;
 mod daemon_shutdown;
+mod support;
