@@ -2,6 +2,9 @@
 //! one lean worker still proves, and its sums equal the CPU backend's; a budget below
 //! that is refused with both figures; a released SRS proves on the device that holds it
 //! and is refused by one that does not; the backend never holds more than its budget.
+//! A partition too large for the budget is `BackendError::TooLarge`: the engine fails its
+//! job with both figures instead of taking the device out of service (a 16 GiB run at
+//! 902540e sent 2^27 partitions to the CPU fallback, 128 GB of host memory in use).
 //! Without a CUDA device each test prints `skipped: no CUDA device` and passes.
 
 use std::sync::Arc;
@@ -105,6 +108,7 @@ fn a_budget_below_one_lean_worker_is_refused_with_both_figures() {
     let err = b
         .compute(&asg, &srs, &mut ProveReport::default())
         .expect_err("nothing fits");
+    assert!(matches!(err, BackendError::TooLarge { .. }), "{err:?}");
     assert!(err.to_string().contains("needs at least"), "{err}");
     assert_eq!(b.vram_used_bytes(), 0);
 }

@@ -209,6 +209,14 @@ pub enum BackendError {
     /// The prove was cancelled before it finished.
     #[error("cancelled")]
     Cancelled,
+    /// A partition of this size cannot be proved within the device's memory budget: the
+    /// request's size, not a device fault (the engine fails the job with this reason
+    /// rather than taking the device out of service).
+    #[error("{what}")]
+    TooLarge {
+        /// Both figures: what the partition needs and what the device may hold.
+        what: String,
+    },
     /// The parameters' query points were released from host memory ([`crate::Srs::released`])
     /// and this backend does not hold them itself: the caller proves again with the points
     /// loaded.

@@ -645,6 +645,9 @@ impl Backend for GpuBackend {
         })?;
         let device_err = |stage, e: GpuError| match e {
             GpuError::SrsReleased => BackendError::SrsReleased,
+            e @ GpuError::OverBudget { .. } => BackendError::TooLarge {
+                what: e.to_string(),
+            },
             e => BackendError::Device {
                 device: format!("gpu:{}", self.dev.ordinal()),
                 stage,
