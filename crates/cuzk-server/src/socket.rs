@@ -106,7 +106,11 @@ pub async fn bind(path: &Path) -> Result<UnixListener, SocketError> {
     }
     // Bound in a directory only this user can enter, the socket is never reachable with
     // the umask's mode; the rename then replaces a stale socket atomically.
-    let private = dir.join(format!(".cuzk-{}", std::process::id()));
+    // One per call: daemons started at once in one process (tests, an embedding program)
+    // must not share it, or one removes the other's while it binds.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let private = dir.join(format!(".cuzk-{}-{call}", std::process::id()));
     let _ = std::fs::remove_dir_all(&private);
     std::fs::DirBuilder::new()
         .mode(0o700)

@@ -46,9 +46,9 @@ pub struct Args {
     /// File holding the bearer token every gRPC call must carry.
     #[arg(long)]
     pub auth_token_file: Option<PathBuf>,
-    /// Job journal directory ("" disables it).
+    /// Job journal directory ("" disables it; a String, since clap refuses an empty path).
     #[arg(long)]
-    pub journal_dir: Option<PathBuf>,
+    pub journal_dir: Option<String>,
     /// Serve the test-only SYNTHETIC kind (generates its parameters on first use).
     #[arg(long)]
     pub allow_synthetic: bool,
@@ -98,7 +98,7 @@ impl Args {
             cfg.allow_synthetic = true;
         }
         if let Some(v) = &self.journal_dir {
-            cfg.journal_dir = v.clone();
+            cfg.journal_dir = PathBuf::from(v);
         }
         Ok(cfg)
     }
