@@ -1,9 +1,10 @@
 //! Every kernel module compiles with NVRTC for sm_80 and sm_90, with no GPU present.
 //! Needs libnvrtc.so.13 (CI installs the nvidia-cuda-nvrtc==13.0.88 wheel); without it the
 //! test prints `skipped: no libnvrtc` and passes, unless CUZK_REQUIRE_NVRTC=1 (as CI sets),
-//! where a missing libnvrtc fails it.
+//! where a missing libnvrtc fails it. With CUZK_FILL_KERNEL_CACHE=1 the CUBINs go into
+//! the kernel cache (`$XDG_CACHE_HOME/cuzk/kernels`) too, for a GPU machine to skip NVRTC.
 
-use cuzk_gpu::device::kernels::{compile_cubin, nvrtc_available, KernelId};
+use cuzk_gpu::device::kernels::{compile_cubin, nvrtc_available, store_cubin, KernelId};
 
 #[test]
 fn every_kernel_compiles_for_sm80_and_sm90() {
@@ -48,6 +49,13 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
             Ok(bytes) => assert!(*bytes > 1000, "{what}: cubin of {bytes} bytes"),
             Err(e) => panic!("{what}: {e}"),
         }
+    }
+    if std::env::var("CUZK_FILL_KERNEL_CACHE").as_deref() == Ok("1") {
+        for &(k, a) in &jobs {
+            let cubin = compile_cubin(k, a).expect("compiled above");
+            store_cubin(k, a, &cubin).expect("kernel cache written");
+        }
+        println!("kernel cache filled: {} CUBINs", jobs.len());
     }
 }
 

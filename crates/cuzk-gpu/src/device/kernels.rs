@@ -228,17 +228,31 @@ pub fn cache_dir() -> PathBuf {
     std::env::temp_dir().join("cuzk-kernels")
 }
 
+/// Where [`cubin`] keeps `id`'s CUBIN for `arch`.
+pub fn cache_path(id: KernelId, arch: &str) -> PathBuf {
+    cache_dir().join(format!(
+        "{}-{arch}-{}.cubin",
+        id.name(),
+        cache_key(id, arch)
+    ))
+}
+
+/// Writes a CUBIN compiled elsewhere ([`compile_cubin`]) into the disk cache, as
+/// [`cubin`] would have: a GPU machine given the cache skips NVRTC.
+///
+/// # Errors
+/// The cache folder or file cannot be written.
+pub fn store_cubin(id: KernelId, arch: &str, bytes: &[u8]) -> Result<()> {
+    write_atomic(&cache_dir(), &cache_path(id, arch), bytes)
+}
+
 /// The CUBIN for `id` on `arch`, from the disk cache or compiled (and then cached).
 ///
 /// # Errors
 /// As [`compile_cubin`]; a cache that cannot be written is logged, not an error.
 pub fn cubin(id: KernelId, arch: &str) -> Result<Vec<u8>> {
+    let path = cache_path(id, arch);
     let dir = cache_dir();
-    let path = dir.join(format!(
-        "{}-{arch}-{}.cubin",
-        id.name(),
-        cache_key(id, arch)
-    ));
     if let Ok(bytes) = std::fs::read(&path) {
         tracing::debug!(module = id.name(), arch, path = %path.display(), "kernel cache hit");
         return Ok(bytes);
