@@ -41,6 +41,10 @@ pub struct Fit {
     pub lean: bool,
     /// Device bytes this mode holds (SRS, slots, arena; no table, no matrices).
     pub bytes: u64,
+    /// Points per streamed chunk of the SRS (0 with the SRS resident, or when the costs
+    /// did not say): a smaller chunk needs smaller bounce buffers and MSM scratch, so a
+    /// mode that does not fit with the configured chunk may fit with a smaller one.
+    pub chunk: usize,
 }
 
 impl Fit {
@@ -66,7 +70,11 @@ impl std::fmt::Display for Fit {
             self.workers,
             if self.lean { "lean" } else { "full" },
             if self.workers == 1 { "" } else { "s" }
-        )
+        )?;
+        if !self.srs_resident && self.chunk > 0 {
+            write!(f, " ({}-point chunks)", self.chunk)?;
+        }
+        Ok(())
     }
 }
 
@@ -74,36 +82,59 @@ impl std::fmt::Display for Fit {
 /// to `max_workers` workers; `Err(least)`: none fits, `least` being the smallest mode's
 /// bytes (a streamed SRS and one lean slot).
 pub fn choose(costs: &Costs, budget: u64, max_workers: usize) -> Result<Fit, u64> {
+    choose_among(&[(0, *costs)], budget, max_workers).map(|(fit, _)| fit)
+}
+
+/// [`choose`] over the costs of several stream chunk sizes (`(points per chunk, costs)`,
+/// largest chunk first): the first mode of the preference order that fits with any of
+/// them, with the largest chunk it fits with, and the costs of that chunk. A smaller chunk
+/// is slower only by more, shorter MSM launches; a mode further down the order (one worker
+/// instead of two, a lean slot) costs more. `Err(least)`: the smallest mode's bytes at the
+/// smallest chunk.
+pub fn choose_among(
+    options: &[(usize, Costs)],
+    budget: u64,
+    max_workers: usize,
+) -> Result<(Fit, Costs), u64> {
     let max_workers = max_workers.max(1) as u64;
-    let mode = |srs_resident: bool, workers: u64, lean: bool| {
+    let mode = |costs: &Costs, chunk: usize, srs_resident: bool, workers: u64, lean: bool| {
         let slot = if lean {
             costs.slot_lean
         } else {
             costs.slot_full
         };
-        let (srs, plan) = match srs_resident {
-            true => (costs.srs, costs.plan_resident),
-            false => (0, costs.plan_streamed),
+        let (srs, plan, chunk) = match srs_resident {
+            true => (costs.srs, costs.plan_resident, 0),
+            false => (0, costs.plan_streamed, chunk),
         };
         Fit {
             srs_resident,
             workers: workers as usize,
             lean,
-            bytes: srs + plan + workers * slot,
+            bytes: srs.saturating_add(plan).saturating_add(workers * slot),
+            chunk,
         }
     };
     let order = [
-        mode(true, max_workers, false),
-        mode(true, 1, false),
-        mode(false, max_workers, false),
-        mode(false, 1, false),
-        mode(false, 1, true),
+        (true, max_workers, false),
+        (true, 1, false),
+        (false, max_workers, false),
+        (false, 1, false),
+        (false, 1, true),
     ];
-    order
+    for (resident, workers, lean) in order {
+        for (chunk, costs) in options {
+            let fit = mode(costs, *chunk, resident, workers, lean);
+            if fit.bytes <= budget {
+                return Ok((fit, *costs));
+            }
+        }
+    }
+    Err(options
         .iter()
-        .find(|m| m.bytes <= budget)
-        .copied()
-        .ok_or(order[4].bytes)
+        .map(|(chunk, costs)| mode(costs, *chunk, false, 1, true).bytes)
+        .min()
+        .unwrap_or(u64::MAX))
 }
 
 /// Bytes of a lean slot of `shape`: the larger of a, b, c and the witness vectors, which
@@ -158,6 +189,38 @@ mod tests {
         assert_eq!((fit.srs_resident, fit.workers, fit.lean), (false, 1, true));
         assert_eq!(fit.to_string(), "srs streamed, 1 lean worker");
         assert!(fit.bytes <= 16 * GIB);
+    }
+
+    /// The streamed arena as it shrinks with the chunk: two G2 bounce buffers and the
+    /// MSM scratch, per point of the chunk (about 380 B), over a fixed part.
+    fn porep_32g_at(chunk: usize) -> (usize, Costs) {
+        let costs = Costs {
+            plan_streamed: GB / 2 + chunk as u64 * 800,
+            ..porep_32g()
+        };
+        (chunk, costs)
+    }
+
+    #[test]
+    fn a_smaller_chunk_lets_a_better_mode_fit() {
+        let options: Vec<_> = (20..=22).rev().map(|lg| porep_32g_at(1 << lg)).collect();
+        // 16 GiB less a reserve: one lean slot fits only with chunks of 2^21 points.
+        let budget = 15_550_000_000;
+        let (fit, costs) = choose_among(&options, budget, 2).expect("fits");
+        assert_eq!((fit.srs_resident, fit.workers, fit.lean), (false, 1, true));
+        assert_eq!(fit.chunk, 1 << 21);
+        assert_eq!(costs, options[1].1);
+        assert!(fit.bytes <= budget);
+        assert_eq!(
+            fit.to_string(),
+            "srs streamed, 1 lean worker (2097152-point chunks)"
+        );
+        // 23 GiB: a full slot with chunks of 2^21 beats a lean one with 2^22.
+        let (fit, _) = choose_among(&options, 23 * GIB, 2).expect("fits");
+        assert_eq!((fit.lean, fit.chunk), (false, 1 << 21));
+        // A card too small even for the smallest chunk names what that needs.
+        let least = choose_among(&options, 12 * GIB, 2).expect_err("too small");
+        assert_eq!(least, options[2].1.plan_streamed + porep_32g().slot_lean);
     }
 
     #[test]

@@ -78,7 +78,8 @@ pub struct GpuBackendConfig {
     pub vram_reserve_bytes: u64,
     /// SRS placement.
     pub residency: Residency,
-    /// Bases per chunk when streaming.
+    /// Bases per chunk when streaming: the largest tried; when no mode fits the budget
+    /// with it, halves of it down to [`MIN_STREAM_CHUNK`] are tried (`fit`).
     pub stream_chunk_points: usize,
     /// Device bytes the window table of a resident SRS's H query (`msm/table.rs`) may take
     /// beyond the query itself; `None`: up to half of the budget left once the SRS is in
@@ -144,6 +145,10 @@ struct Shared {
 
 /// Margin left free on the device by the default VRAM budget.
 const BUDGET_MARGIN: u64 = 1 << 30;
+
+/// The smallest streamed chunk `fit` tries (points): below it the MSM launches per chunk
+/// are too short to keep the device busy.
+pub const MIN_STREAM_CHUNK: usize = 1 << 19;
 
 impl GpuBackend {
     /// A backend on `dev` with the default configuration (kernels load on first use).
@@ -217,16 +222,24 @@ impl GpuBackend {
                 return Ok(*f);
             }
         }
-        let costs = self.costs(srs, shape);
+        // The configured chunk, then halves of it down to MIN_STREAM_CHUNK: on a small card
+        // a smaller chunk is what lets a streamed mode fit at all.
+        let mut chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
+        let mut options = vec![(chunk, self.costs_at(srs, shape, chunk))];
+        while chunk / 2 >= MIN_STREAM_CHUNK {
+            chunk /= 2;
+            options.push((chunk, self.costs_at(srs, shape, chunk)));
+        }
         let budget = self.vram_budget_bytes();
-        let chosen = budget::choose(&costs, budget, self.cfg.workers).map_err(|need| {
-            GpuError::OverBudget {
-                ordinal: self.dev.ordinal(),
-                lg: shape.lg,
-                need,
-                budget,
-            }
-        })?;
+        let (chosen, costs) =
+            budget::choose_among(&options, budget, self.cfg.workers).map_err(|need| {
+                GpuError::OverBudget {
+                    ordinal: self.dev.ordinal(),
+                    lg: shape.lg,
+                    need,
+                    budget,
+                }
+            })?;
         tracing::info!(
             gpu = self.dev.ordinal(),
             lg = shape.lg,
@@ -239,16 +252,21 @@ impl GpuBackend {
         Ok(chosen)
     }
 
-    /// What the modes of `shape` cost on this device with `srs` (`budget.rs`).
+    /// What the modes of `shape` cost on this device with `srs` (`budget.rs`), the SRS
+    /// streamed in chunks of the configured size.
     pub fn costs(&self, srs: &Srs, shape: &SlotShape) -> Costs {
+        let chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
+        self.costs_at(srs, shape, chunk)
+    }
+
+    /// [`GpuBackend::costs`] with the SRS streamed in chunks of `chunk` points.
+    pub fn costs_at(&self, srs: &Srs, shape: &SlotShape, chunk: usize) -> Costs {
         let n_h = srs.lens().h;
         let resident = Placement::Resident {
             lanes: self.lanes(shape, n_h, None),
             table: None,
         };
-        let streamed = Placement::Streamed {
-            chunk: self.cfg.stream_chunk_points.clamp(1, shape.max_query()),
-        };
+        let streamed = Placement::Streamed { chunk };
         let plan =
             |p| ProvePlan::new(shape, n_h, p, self.hints(shape), self.packed_max()).total as u64;
         Costs {
@@ -269,6 +287,15 @@ impl GpuBackend {
     /// [`GpuBackend::costs`] of the partitions `srs` is for.
     pub fn costs_of(&self, srs: &Srs) -> Costs {
         self.costs(srs, &shape_of_srs(srs))
+    }
+
+    /// Points per streamed chunk for partitions of `shape`: the chosen mode's, or the
+    /// configured size before a mode is chosen.
+    pub(super) fn stream_chunk(&self, shape: &SlotShape) -> usize {
+        match &*self.fit.lock() {
+            Some((s, f, _)) if s == shape && f.chunk > 0 => f.chunk,
+            _ => self.cfg.stream_chunk_points.clamp(1, shape.max_query()),
+        }
     }
 
     /// The mode last chosen (`budget.rs`), if any.

@@ -68,7 +68,7 @@ impl GpuBackend {
                 table: r.table(),
             },
             None => Placement::Streamed {
-                chunk: self.cfg.stream_chunk_points.clamp(1, shape.max_query()),
+                chunk: self.stream_chunk(shape),
             },
         }
     }
