@@ -67,6 +67,10 @@ pub struct EngineConfig {
     /// survive a crash and are replayed at start. Empty (the engine's default; the
     /// daemon's is a state directory) runs without one.
     pub journal_dir: PathBuf,
+    /// This engine's name, the first part of every job id it issues (`NAME.…`), so that a
+    /// job id names the daemon that holds it (a balancer in front of many routes
+    /// `AwaitProof` by it). Empty: ids without a name. Letters, digits, `_` and `-`.
+    pub name: String,
 }
 
 impl Default for EngineConfig {
@@ -96,6 +100,7 @@ impl Default for EngineConfig {
             prove_timeout: Duration::from_secs(600),
             cpu_fallback: true,
             journal_dir: PathBuf::new(),
+            name: String::new(),
         }
     }
 }
@@ -133,6 +138,31 @@ impl EngineConfig {
         if self.result_retention_count == 0 {
             return Err("result_retention_count must be at least 1".into());
         }
-        Ok(())
+        check_name(&self.name)
+    }
+}
+
+/// The longest engine name: it starts every job id.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Checks an engine name (see [`EngineConfig::name`]).
+///
+/// # Errors
+/// A message naming `name` and what is wrong with it.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "name {name:?} is longer than {MAX_NAME_LEN} characters"
+        ));
+    }
+    match name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        Some(c) => Err(format!(
+            "name {name:?} holds {c:?}: use letters, digits, '_' and '-' only (it starts \
+             every job id)"
+        )),
+        None => Ok(()),
     }
 }

@@ -85,6 +85,13 @@ impl Engine {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis())
             .unwrap_or(0);
+        // This run's ids: `[NAME.]EPOCH-RANDOM-SEQ`, unique across restarts and daemons.
+        let run = format!("{epoch_ms:x}-{:016x}", rand::rngs::OsRng.next_u64());
+        let id_prefix = if cfg.name.is_empty() {
+            run
+        } else {
+            format!("{}.{run}", cfg.name)
+        };
         let shared = Arc::new(Shared {
             timeline: Timeline::new(cfg.timeline_capacity),
             cfg,
@@ -99,7 +106,7 @@ impl Engine {
             synth_cv: Default::default(),
             prove_cv: Default::default(),
             started: Instant::now(),
-            id_prefix: format!("{epoch_ms:x}-{:016x}", rand::rngs::OsRng.next_u64()),
+            id_prefix,
             journal,
             prior_prefixes: replayed.prefixes.clone(),
         });
@@ -137,6 +144,21 @@ impl Engine {
             kinds = ?shared.registry.kinds(),
             "engine started"
         );
+        let params = shared.srs.params();
+        match params.not_ready_reason() {
+            Some(why) => warn!(param_dir = %params.param_dir.display(), "not ready: {why}"),
+            None if !params.circuits.is_empty() => info!(
+                param_dir = %params.param_dir.display(),
+                ready = ?params
+                    .circuits
+                    .iter()
+                    .filter(|c| c.state == crate::ParamsState::Ready)
+                    .map(|c| c.circuit_id.as_str())
+                    .collect::<Vec<_>>(),
+                "parameters found"
+            ),
+            None => {}
+        }
         let engine = Engine { shared };
         engine.replay(replayed);
         Ok(engine)
@@ -417,10 +439,13 @@ impl Engine {
                 partitions_bytes: st.reserved_bytes,
                 ..self.shared.memory_ledger()
             },
+            params: Default::default(),
         };
         drop(st);
         EngineStatus {
             srs: self.srs_status(),
+            // Outside the state lock: it may read a file's length prefixes.
+            params: self.shared.srs.params(),
             ..status
         }
     }

@@ -28,6 +28,7 @@ pub mod error;
 mod faults;
 pub mod journal;
 pub mod metrics;
+pub mod params_check;
 pub mod registry;
 pub mod sizing;
 pub mod srs_manager;
@@ -43,7 +44,7 @@ pub mod token {
 pub mod types;
 mod workers;
 
-pub use config::EngineConfig;
+pub use config::{check_name, EngineConfig};
 /// The kind-neutral request fields, re-exported so front ends need not depend on
 /// `cuzk-groth16` to build a [`JobSpec`].
 pub use cuzk_groth16::ProofRequest;
@@ -51,6 +52,7 @@ pub use device::DeviceSpec;
 pub use engine::{Engine, ShutdownReport};
 pub use error::EngineError;
 pub use faults::RetryCause;
+pub use params_check::{ParamsState, ParamsStatus, ParamsSummary};
 pub use registry::{KindRegistry, ParamsProvider};
 pub use srs_manager::{SrsStatus, SrsTier};
 pub use state::MemoryLedger;

@@ -47,6 +47,19 @@ pub trait ParamsProvider: Send + Sync {
         false
     }
 
+    /// The circuit ids whose files this provider expects under the parameter directory,
+    /// for readiness (`params_check.rs`): each is provable when its file is there and
+    /// whole. The default lists none (readiness then judges no files of this provider).
+    fn circuit_ids(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether this provider makes its own parameters on demand, so that a daemon
+    /// serving it can always prove something (the synthetic kind).
+    fn generates(&self) -> bool {
+        false
+    }
+
     /// Records the prover's shape of `circuit_id` (`cuzk_groth16::recorded`) ahead of its
     /// first request, where this provider can, so that the first proof does not wait for
     /// the recording; the engine calls it when it preloads the SRS. `Ok(true)` when a
@@ -121,6 +134,25 @@ impl KindRegistry {
         req: &ProofRequest,
     ) -> Option<Result<Arc<dyn PartitionedProof>, KindError>> {
         self.parsers.get(&kind).map(|parse| parse(req))
+    }
+
+    /// Every circuit id the providers list ([`ParamsProvider::circuit_ids`]), with its
+    /// file under `param_dir`, in the providers' order.
+    pub fn listed_params(&self, param_dir: &Path) -> Vec<(String, PathBuf)> {
+        self.params
+            .iter()
+            .flat_map(|p| {
+                p.circuit_ids().into_iter().filter_map(|id| {
+                    let path = p.params_path(&id, param_dir)?;
+                    Some((id, path))
+                })
+            })
+            .collect()
+    }
+
+    /// Whether some provider makes its own parameters ([`ParamsProvider::generates`]).
+    pub fn generates_params(&self) -> bool {
+        self.params.iter().any(|p| p.generates())
     }
 
     /// The provider that knows `circuit_id` and the file it names.

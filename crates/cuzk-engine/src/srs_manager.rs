@@ -21,6 +21,7 @@ use cuzk_groth16::{Srs, SrsOptions};
 use parking_lot::{Condvar, Mutex};
 use tracing::{info, warn};
 
+use crate::params_check::{ParamsCheck, ParamsSummary};
 use crate::{EngineError, KindRegistry};
 
 /// Where an SRS lives. `Vram` means resident in host memory and in at least one device's
@@ -78,6 +79,8 @@ pub struct SrsManager {
     load_done: Condvar,
     // Serializes reloads of released SRSs: two at once would hold two host copies.
     reloading: Mutex<()>,
+    // Which listed circuits' files can be proved with (readiness); loads report to it.
+    check: ParamsCheck,
 }
 
 /// A reference to a resident SRS; the entry cannot be evicted while a lease lives.
@@ -118,6 +121,7 @@ impl SrsManager {
         registry: Arc<KindRegistry>,
     ) -> Self {
         SrsManager {
+            check: ParamsCheck::new(&registry, &param_dir),
             param_dir,
             budget_bytes,
             options,
@@ -207,6 +211,10 @@ impl SrsManager {
         }))
         .unwrap_or_else(|_| Err("parameter reader panicked".to_string()));
         let load_time = started.elapsed();
+        self.check.loaded(
+            circuit_id,
+            loaded.as_ref().map(|_| ()).map_err(|e| e.as_str()),
+        );
 
         let mut entries = self.entries.lock();
         self.load_done.notify_all();
@@ -300,9 +308,13 @@ impl SrsManager {
             .map(|e| e.path.clone())
             .unwrap_or_default();
         let started = Instant::now();
-        let srs = Srs::load(&path, self.options).map_err(|e| EngineError::SrsLoad {
-            circuit_id: circuit_id.to_string(),
-            reason: e.to_string(),
+        let srs = Srs::load(&path, self.options).map_err(|e| {
+            let reason = e.to_string();
+            self.check.loaded(circuit_id, Err(&reason));
+            EngineError::SrsLoad {
+                circuit_id: circuit_id.to_string(),
+                reason,
+            }
         })?;
         let srs = Arc::new(srs);
         let size_bytes = srs.host_bytes() as u64;
@@ -390,6 +402,11 @@ impl SrsManager {
             .collect();
         out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
         out
+    }
+
+    /// Which listed circuits can be proved with the files under the parameter directory.
+    pub fn params(&self) -> ParamsSummary {
+        self.check.summary()
     }
 
     /// The host-resident copy of `circuit_id`, if any (no reference is taken).

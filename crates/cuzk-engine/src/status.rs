@@ -98,4 +98,6 @@ pub struct EngineStatus {
     pub accepting: bool,
     /// The host-memory ledger by item, against its one budget.
     pub memory_ledger: crate::state::MemoryLedger,
+    /// Which circuits the parameter files can prove (readiness).
+    pub params: crate::params_check::ParamsSummary,
 }

@@ -298,6 +298,10 @@ impl ParamsProvider for SyntheticParams {
         parse_circuit_id(circuit_id).is_some()
     }
 
+    fn generates(&self) -> bool {
+        true
+    }
+
     /// Synthesizes the circuit of witness seed 0 through the shape cache, which records
     /// its shape, and drops the result.
     fn record_shape(&self, circuit_id: &str) -> Result<bool, KindError> {

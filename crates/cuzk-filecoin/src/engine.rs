@@ -57,6 +57,12 @@ impl ParamsProvider for FilecoinParams {
         crate::circuit_params_path(param_dir, circuit_id)
     }
 
+    fn circuit_ids(&self) -> Vec<String> {
+        crate::all_circuits()
+            .map(|all| all.into_iter().map(|(id, _)| id).collect())
+            .unwrap_or_default()
+    }
+
     fn record_shape(&self, circuit_id: &str) -> Result<bool, KindError> {
         match parse_circuit_id(circuit_id) {
             Some((kind, size)) => record_shape(kind, size),

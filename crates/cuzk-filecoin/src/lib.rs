@@ -43,7 +43,9 @@ pub mod snap;
 pub mod snarkpack;
 pub mod testgen;
 
-pub use params::{circuit_params_path, default_param_dir, params_file_name, vk_file_name};
+pub use params::{
+    all_circuits, circuit_params_path, default_param_dir, params_file_name, vk_file_name,
+};
 pub use registry::{
     circuit_id, parse_circuit_id, FilecoinKind, PoRepVariant, Registered, SectorSize,
 };

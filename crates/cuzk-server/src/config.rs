@@ -12,6 +12,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DaemonConfig {
+    /// This daemon's name: every job id it issues starts with it (`NAME.…`), and every
+    /// gRPC response carries it as `x-cuzk-daemon`, so that a balancer in front of many
+    /// daemons routes `AwaitProof` and `CancelProof` back to the one holding the job.
+    /// Letters, digits, `_` and `-`. Empty: the host name (or "cuzk" without one).
+    pub name: String,
     /// gRPC listen address: `unix:///path.sock` or `HOST:PORT`.
     pub listen: String,
     /// HTTP `/metrics`, `/status` and `/ready` listen address `HOST:PORT`; empty disables it.
@@ -123,6 +128,7 @@ pub const DEFAULT_LISTEN: &str = "unix:///run/curio/cuzk.sock";
 impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
+            name: String::new(),
             listen: DEFAULT_LISTEN.into(),
             http_listen: "127.0.0.1:9821".into(),
             // A 32 GiB PoRep takes minutes even on a fast GPU, longer behind a queue.
@@ -342,6 +348,35 @@ impl DaemonConfig {
             // The daemon sets it from the top-level `journal_dir` (serve.rs); an engine
             // run in-process from this config keeps no journal.
             journal_dir: PathBuf::new(),
+            name: self.daemon_name(),
+        }
+    }
+
+    /// [`DaemonConfig::name`], or when empty the host name made fit for a job id
+    /// (characters other than letters, digits, `_` and `-` become `-`), or "cuzk".
+    pub fn daemon_name(&self) -> String {
+        if !self.name.is_empty() {
+            return self.name.clone();
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+            .unwrap_or_default();
+        let host: String = host
+            .trim()
+            .chars()
+            .take(cuzk_engine::config::MAX_NAME_LEN)
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        if host.is_empty() {
+            "cuzk".into()
+        } else {
+            host
         }
     }
 }

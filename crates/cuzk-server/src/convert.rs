@@ -131,6 +131,7 @@ fn finished(o: &JobOutcome) -> pb::AwaitProofResponse {
 /// The status snapshot as the wire carries it.
 pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
     let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let readiness = crate::health::readiness(s);
     pb::GetStatusResponse {
         gpus: s
             .devices
@@ -183,6 +184,8 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
         total_proofs_cancelled: s.total_cancelled,
         active_jobs: s.active_jobs,
         accepting: s.accepting,
+        ready: readiness.ready,
+        not_ready_reason: readiness.reason,
         partitions: s
             .partitions_by_stage
             .iter()

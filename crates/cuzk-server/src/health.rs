@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_engine::{Engine, EngineStatus};
+use cuzk_engine::{Engine, EngineStatus, ParamsState};
 use tokio_util::sync::CancellationToken;
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
@@ -25,10 +25,12 @@ pub struct Readiness {
     pub reason: String,
 }
 
-/// Readiness from a status snapshot: not ready while draining or stopping, or when no
+/// Readiness from a status snapshot: not ready while draining or stopping, when no
 /// device other than the CPU fallback is in service (a daemon whose GPUs are all out of
 /// service still proves on the fallback, but far too slowly to take new work from a
-/// balancer).
+/// balancer), when a parameters file is there and broken (its jobs would fail at once,
+/// and a balancer would send this daemon more of them for finishing fast), or when there
+/// are no parameters to prove anything with.
 pub fn readiness(s: &EngineStatus) -> Readiness {
     let regular: Vec<_> = s.devices.iter().filter(|d| !d.fallback).collect();
     let reason = if !s.accepting {
@@ -41,12 +43,45 @@ pub fn readiness(s: &EngineStatus) -> Readiness {
             .map(|d| format!("{} ({})", d.name, d.out_of_service_reason))
             .collect();
         format!("no device in service: {}", why.join(", "))
+    } else if let Some(why) = s.params.not_ready_reason() {
+        why
     } else {
         String::new()
     };
     Readiness {
         ready: reason.is_empty(),
         reason,
+    }
+}
+
+/// The health service name that reports one circuit's readiness:
+/// `cuzk.v1.ProvingEngine/porep-32g`.
+pub fn circuit_service(circuit_id: &str) -> String {
+    format!(
+        "{}/{circuit_id}",
+        <ProvingEngineServer<crate::grpc::ProvingService> as tonic::server::NamedService>::NAME
+    )
+}
+
+/// Readiness for proofs of one circuit (`porep-32g`): the daemon's, and its parameters
+/// file there and whole. A circuit the providers do not list (a synthetic one, made on
+/// demand) is ready when the daemon is.
+pub fn circuit_readiness(s: &EngineStatus, circuit_id: &str) -> Readiness {
+    let whole = readiness(s);
+    let own = match s.params.state_of(circuit_id) {
+        Some(ParamsState::Missing) => Some(format!(
+            "{circuit_id}: no parameters file in {}",
+            s.params.param_dir.display()
+        )),
+        Some(ParamsState::Broken(why)) => Some(format!("{circuit_id}: {why}")),
+        Some(ParamsState::Ready) | None => None,
+    };
+    match own {
+        Some(reason) => Readiness {
+            ready: false,
+            reason,
+        },
+        None => whole,
     }
 }
 
@@ -66,15 +101,36 @@ pub async fn set(reporter: &HealthReporter, ready: bool) {
         .await;
 }
 
-/// Keeps the health service in step with the engine until `stop` is cancelled.
+/// Keeps the health service in step with the engine until `stop` is cancelled: the
+/// whole daemon's status, and each listed circuit's under [`circuit_service`].
 pub async fn watch(engine: Arc<Engine>, reporter: HealthReporter, stop: CancellationToken) {
     let mut last = None;
+    let mut last_circuit: std::collections::HashMap<String, bool> = Default::default();
     loop {
-        let ready = readiness(&engine.status()).ready;
-        if last != Some(ready) {
-            set(&reporter, ready).await;
-            tracing::info!(ready, "readiness changed");
-            last = Some(ready);
+        let status = engine.status();
+        let r = readiness(&status);
+        if last != Some(r.ready) {
+            set(&reporter, r.ready).await;
+            if r.ready {
+                tracing::info!(ready = true, "readiness changed");
+            } else {
+                tracing::warn!(ready = false, reason = %r.reason, "readiness changed");
+            }
+            last = Some(r.ready);
+        }
+        for c in &status.params.circuits {
+            let ready = circuit_readiness(&status, &c.circuit_id).ready;
+            if last_circuit.get(&c.circuit_id) != Some(&ready) {
+                let serving = if ready {
+                    ServingStatus::Serving
+                } else {
+                    ServingStatus::NotServing
+                };
+                reporter
+                    .set_service_status(circuit_service(&c.circuit_id), serving)
+                    .await;
+                last_circuit.insert(c.circuit_id.clone(), ready);
+            }
         }
         tokio::select! {
             _ = stop.cancelled() => return,

@@ -3,14 +3,15 @@
 //! derive `Serialize`) and `GET /ready` (200 when the daemon can take proofs, else 503 with
 //! the reason, for load balancers' HTTP checks).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use cuzk_engine::{Engine, EngineStatus, SrsTier};
+use cuzk_engine::{Engine, EngineStatus, ParamsState, SrsTier};
 use serde_json::{json, Value};
 
 /// The router serving `/metrics` and `/status`.
@@ -33,8 +34,17 @@ async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
     axum::Json(status_json(&engine.status()))
 }
 
-async fn ready(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
-    let r = crate::health::readiness(&engine.status());
+/// `GET /ready`: the daemon's readiness; `GET /ready?circuit=porep-32g`: for proofs of
+/// that circuit (its parameters file there and whole too).
+async fn ready(
+    State(engine): State<Arc<Engine>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> impl IntoResponse {
+    let status = engine.status();
+    let r = match q.get("circuit") {
+        Some(id) => crate::health::circuit_readiness(&status, id),
+        None => crate::health::readiness(&status),
+    };
     if r.ready {
         (StatusCode::OK, "ready\n".to_string())
     } else {
@@ -96,6 +106,20 @@ pub fn status_json(s: &EngineStatus) -> Value {
             "path": e.path.display().to_string(),
             "load_time_ms": e.load_time.as_millis() as u64,
         })).collect::<Vec<_>>(),
+        "params": {
+            "param_dir": s.params.param_dir.display().to_string(),
+            "generated": s.params.generated,
+            "circuits": s.params.circuits.iter().map(|c| json!({
+                "circuit_id": c.circuit_id,
+                "path": c.path.display().to_string(),
+                "state": match c.state {
+                    ParamsState::Ready => "ready",
+                    ParamsState::Missing => "missing",
+                    ParamsState::Broken(_) => "broken",
+                },
+                "reason": match &c.state { ParamsState::Broken(why) => why.as_str(), _ => "" },
+            })).collect::<Vec<_>>(),
+        },
         "queues": s.queues.iter().map(|q| json!({
             "proof_kind": q.kind.as_str(),
             "pending": q.pending,

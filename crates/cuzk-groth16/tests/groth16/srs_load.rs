@@ -180,7 +180,29 @@ fn truncated_files_name_section_and_offset() {
             }
             other => panic!("cut at {cut}: expected Truncated, got {other:?}"),
         }
+        // The cheap check (readiness) finds the same cut without decoding a point.
+        let path = temp_file("trunc-check", &bytes[..cut]);
+        let checked = Srs::check_file(&path);
+        let _ = std::fs::remove_file(&path);
+        match checked {
+            Err(SrsError::Truncated { section, .. }) => {
+                assert_eq!(section, want_section, "check_file, cut at {cut}")
+            }
+            other => panic!("check_file, cut at {cut}: expected Truncated, got {other:?}"),
+        }
     }
+    let path = temp_file("whole-check", &bytes);
+    let lens = Srs::check_file(&path).expect("a whole file passes");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        (lens.h, lens.l, lens.a, lens.b),
+        (
+            params.h.len(),
+            params.l.len(),
+            params.a.len(),
+            params.b_g1.len()
+        )
+    );
 }
 
 #[test]

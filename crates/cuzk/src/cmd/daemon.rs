@@ -46,6 +46,9 @@ pub struct Args {
     /// File holding the bearer token every gRPC call must carry.
     #[arg(long)]
     pub auth_token_file: Option<PathBuf>,
+    /// This daemon's name, the first part of its job ids ("" : the host name).
+    #[arg(long)]
+    pub name: Option<String>,
     /// Job journal directory ("" disables it; a String, since clap refuses an empty path).
     #[arg(long)]
     pub journal_dir: Option<String>,
@@ -99,6 +102,9 @@ impl Args {
         }
         if let Some(v) = &self.journal_dir {
             cfg.journal_dir = PathBuf::from(v);
+        }
+        if let Some(v) = &self.name {
+            cfg.name = v.clone();
         }
         Ok(cfg)
     }

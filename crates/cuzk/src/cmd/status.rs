@@ -78,6 +78,11 @@ pub fn render(s: &pb::GetStatusResponse) -> String {
         s.total_proofs_failed,
         s.total_proofs_cancelled
     );
+    if s.ready {
+        let _ = writeln!(out, "ready");
+    } else {
+        let _ = writeln!(out, "not ready: {}", s.not_ready_reason);
+    }
     let _ = writeln!(
         out,
         "memory reserved {:.1} MiB of {:.1} MiB",

@@ -244,3 +244,130 @@ fn default_drain_outlasts_a_32_gib_proof() {
     // behind a queue (docs/benchmarks.md); 60 s failed such jobs at every restart.
     assert!(DaemonConfig::default().drain_timeout_secs >= 30 * 60);
 }
+
+/// A file with a whole `.params` layout (one input, a domain of 2, one A point; every point
+/// zero): what readiness checks without decoding points.
+fn whole_layout() -> Vec<u8> {
+    const VK_FIXED: usize = 3 * 96 + 3 * 192;
+    let mut out = vec![0u8; VK_FIXED];
+    for (len, point) in [(1u32, 96), (1, 96), (0, 96), (1, 96), (0, 96), (0, 192)] {
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend(std::iter::repeat_n(0u8, len as usize * point));
+    }
+    out
+}
+
+/// Replaces `path` in one step, so the daemon never reads half a file.
+fn put(path: &std::path::Path, bytes: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// Polls `GET path` until its status is `code`, returning the body.
+async fn http_until(addr: std::net::SocketAddr, path: &str, code: u16) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (got, body) = http_status(addr, path).await;
+        if got == code {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path}: {got} {body}, want {code}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn health_until(
+    client: &mut HealthClient<tonic::transport::Channel>,
+    service: &str,
+    want: ServingStatus,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while check(client, service).await != want {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{service:?} never became {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+// A daemon on a parameter directory that does not exist, then one holding a truncated
+// file, is not ready, and says why; a whole file brings it back without a restart.
+// See: #32 item 3, #34 item 5, #30.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_or_broken_parameters_turn_readiness_off() {
+    use cuzk_filecoin::{circuit_id, params_file_name, FilecoinKind, SectorSize};
+    let root = std::env::temp_dir().join(format!("cuzk-params-ready-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let dir = root.join("filecoin-proof-parameters");
+    let cfg = config("paramsready", |c| {
+        c.http_listen = "127.0.0.1:0".into();
+        c.allow_synthetic = false;
+        c.engine.param_dir = dir.clone();
+    });
+    let mut registry = cuzk_engine::KindRegistry::new();
+    cuzk_filecoin::engine::register_in(&mut registry, dir.clone());
+    let daemon = cuzk_server::Daemon::start(&cfg, registry, Vec::new())
+        .await
+        .expect("daemon starts");
+    let http = daemon.http_addr().expect("http enabled");
+    let mut health = health_client(daemon.grpc_addr()).await;
+
+    let body = http_until(http, "/ready", 503).await;
+    assert!(
+        body.contains("no parameters to prove with")
+            && body.contains(&format!("{} does not exist", dir.display())),
+        "{body}"
+    );
+    health_until(&mut health, "", ServingStatus::NotServing).await;
+
+    let porep = circuit_id(FilecoinKind::PoRep, SectorSize::S2KiB);
+    let file = dir.join(params_file_name(FilecoinKind::PoRep, SectorSize::S2KiB).unwrap());
+    std::fs::create_dir_all(&dir).unwrap();
+    let whole = whole_layout();
+    put(&file, &whole[..whole.len() - 50]);
+    let body = http_until(http, "/ready", 503).await;
+    assert!(
+        body.contains(&format!("broken parameters: {porep}")) && body.contains("truncated"),
+        "{body}"
+    );
+    let body = http_until(http, &format!("/ready?circuit={porep}"), 503).await;
+    assert!(body.contains("truncated"), "{body}");
+    let service = cuzk_server::health::circuit_service(&porep);
+    health_until(&mut health, &service, ServingStatus::NotServing).await;
+    let status: serde_json::Value =
+        serde_json::from_str(&http_get(http, "/status").await).expect("status json");
+    let entry = status["params"]["circuits"]
+        .as_array()
+        .expect("circuits")
+        .iter()
+        .find(|c| c["circuit_id"] == porep.as_str())
+        .expect("porep listed")
+        .clone();
+    assert_eq!(entry["state"], "broken", "{entry}");
+    assert!(entry["reason"].as_str().unwrap().contains("truncated"));
+
+    put(&file, &whole);
+    assert_eq!(http_until(http, "/ready", 200).await, "ready\n");
+    http_until(http, &format!("/ready?circuit={porep}"), 200).await;
+    health_until(&mut health, "", ServingStatus::Serving).await;
+    health_until(&mut health, &service, ServingStatus::Serving).await;
+    // Another circuit of the same daemon still has no file.
+    let winning = circuit_id(FilecoinKind::WinningPoSt, SectorSize::S2KiB);
+    let body = http_until(http, &format!("/ready?circuit={winning}"), 503).await;
+    assert!(body.contains("no parameters file"), "{body}");
+    let mut client = connect(daemon.grpc_addr()).await;
+    let s = client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
+    assert!(s.ready, "{}", s.not_ready_reason);
+
+    daemon.shutdown().await.expect("shutdown");
+    let _ = std::fs::remove_dir_all(&root);
+}
