@@ -88,6 +88,37 @@ fn a_budget_for_one_lean_worker_proves_what_the_cpu_proves() {
     }
 }
 
+// A budget that one lean slot fits only with the SRS streamed in half the configured
+// chunk: the backend streams with that chunk, and proves what the CPU proves. See: #26.
+#[test]
+fn a_budget_that_fits_only_a_smaller_chunk_streams_with_it() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let half = cuzk_gpu::backend::MIN_STREAM_CHUNK;
+    let (srs, asg) = circuit(&dev, 21, seed);
+    let costs = with_budget(&dev, u64::MAX, half).costs_of(&srs);
+    let budget = costs.plan_streamed + costs.slot_lean;
+    let b = with_budget(&dev, budget, 2 * half);
+    assert!(
+        b.costs_of(&srs).plan_streamed > costs.plan_streamed,
+        "a larger chunk needs a larger arena"
+    );
+    let gpu = b
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    let fit = b.chosen_fit().expect("a mode was chosen");
+    assert!(
+        fit.lean && !fit.srs_resident && fit.chunk == half,
+        "{fit:?} under {budget}"
+    );
+    let cpu = CpuBackend::new()
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("cpu");
+    assert!(gpu == cpu, "seed {seed}: sums differ from the cpu");
+    assert!(b.vram_used_bytes() <= b.vram_budget_bytes());
+    proves(&b, &srs, &asg, seed);
+}
+
 // See: #26.
 #[test]
 fn a_budget_below_one_lean_worker_is_refused_with_both_figures() {
