@@ -43,10 +43,8 @@ pub fn readiness(s: &EngineStatus) -> Readiness {
             .map(|d| format!("{} ({})", d.name, d.out_of_service_reason))
             .collect();
         format!("no device in service: {}", why.join(", "))
-    } else if let Some(why) = s.params.not_ready_reason() {
-        why
     } else {
-        String::new()
+        s.params.not_ready_reason().unwrap_or_default()
     };
     Readiness {
         ready: reason.is_empty(),
