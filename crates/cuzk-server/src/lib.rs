@@ -8,7 +8,8 @@
 //! through [`curio`]); [`client::connect`] dials a daemon. Access control lives in
 //! [`auth`] (bearer token) and [`socket`] (the socket's mode, one daemon per socket);
 //! [`authority`] lets C-core gRPC clients use the unix socket; [`health`] says whether the
-//! daemon can take proofs.
+//! daemon can take proofs, and [`gate`] tells a load balancer (the daemon's name on every
+//! response, HTTP 503 for work it cannot take).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod client;
 pub mod config;
 pub mod convert;
 pub mod curio;
+pub mod gate;
 pub mod grpc;
 pub mod health;
 pub mod http;

@@ -12,7 +12,9 @@
 //! token when one is configured; unix sockets too unless `token_on_unix_sockets = false`,
 //! when the socket's file mode (0660) is their only check. What the gRPC server
 //! enforces: the token ([`crate::auth`]), message sizes (a request over `max_request_bytes` gets
-//! RESOURCE_EXHAUSTED), and `max_concurrent_streams` per connection.
+//! RESOURCE_EXHAUSTED), and `max_concurrent_streams` per connection. In front of it all,
+//! [`crate::gate`] names the daemon (`name`) on every response and refuses work with HTTP
+//! 503 while the daemon is not ready, for load balancers.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use std::time::Duration;
 
 use cuzk_engine::{DeviceSpec, Engine, EngineError, KindRegistry, ShutdownReport};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tokio_stream::StreamExt;
@@ -31,7 +34,9 @@ use tracing::{info, warn};
 use crate::auth::BearerAuth;
 use crate::authority::AuthorityFix;
 use crate::config::{ConfigError, DaemonConfig, ListenAddr};
+use crate::gate::{GateError, GateLayer};
 use crate::grpc::{ProvingService, ServiceOptions};
+use crate::health::Readiness;
 use crate::pb::proving_engine_server::ProvingEngineServer;
 use crate::socket::SocketError;
 
@@ -47,6 +52,9 @@ pub enum ServeError {
     /// The unix socket could not be bound.
     #[error(transparent)]
     Socket(#[from] SocketError),
+    /// The daemon's name cannot be sent on responses.
+    #[error(transparent)]
+    Gate(#[from] GateError),
     /// A listener could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -84,6 +92,8 @@ pub struct Daemon {
     grpc_tasks: Vec<JoinHandle<Result<(), tonic::transport::Error>>>,
     http_task: Option<JoinHandle<()>>,
     health: tonic_health::server::HealthReporter,
+    /// What the gate refuses work by ([`crate::gate`]).
+    ready: watch::Sender<Readiness>,
     socket_paths: Vec<PathBuf>,
     drain: Duration,
 }
@@ -105,6 +115,12 @@ impl Daemon {
         devices: Vec<DeviceSpec>,
     ) -> Result<Daemon, ServeError> {
         let token = cfg.auth_token()?;
+        // Not ready until the engine has started; checked before anything is bound.
+        let (ready, ready_rx) = watch::channel(Readiness {
+            ready: false,
+            reason: "starting".into(),
+        });
+        let gate = GateLayer::new(&cfg.daemon_name(), ready_rx)?;
         let bind_err = |addr: &str, source| ServeError::Bind {
             addr: addr.to_string(),
             source,
@@ -169,6 +185,12 @@ impl Daemon {
             health.clone(),
             close.clone(),
         ));
+        ready.send_replace(crate::health::readiness(&engine.status()));
+        tokio::spawn(crate::gate::watch_readiness(
+            engine.clone(),
+            ready.clone(),
+            close.clone(),
+        ));
         let mut grpc_tasks = Vec::new();
         let mut grpc_addrs = Vec::new();
         let mut socket_paths = Vec::new();
@@ -189,6 +211,7 @@ impl Daemon {
                 .layer(tower::util::MapResponseLayer::new(
                     too_large_is_resource_exhausted,
                 ))
+                .layer(gate.clone())
                 .add_service(health_service.clone())
                 .add_service(service);
             let signal = close.clone().cancelled_owned();
@@ -200,7 +223,17 @@ impl Daemon {
                     tokio::spawn(router.serve_with_incoming_shutdown(incoming, signal))
                 }
                 Bound::Tcp(listener) => {
-                    let incoming = TcpListenerStream::new(listener);
+                    // No Nagle: a unary answer is several small writes (headers, message,
+                    // trailers), and with Nagle and the client's delayed ACK each call
+                    // waited ~40 ms (44 ms GetStatus round trips, docs/benchmarks.md
+                    // 2026-12-04). tonic sets it only on listeners it binds itself.
+                    let incoming = TcpListenerStream::new(listener).map(|conn| {
+                        conn.inspect(|stream| {
+                            if let Err(err) = stream.set_nodelay(true) {
+                                warn!(cause = %err, "TCP_NODELAY not set on a connection");
+                            }
+                        })
+                    });
                     tokio::spawn(router.serve_with_incoming_shutdown(incoming, signal))
                 }
             };
@@ -238,6 +271,7 @@ impl Daemon {
             grpc_tasks,
             http_task,
             health,
+            ready,
             socket_paths,
             drain: Duration::from_secs(cfg.drain_timeout_secs),
         })
@@ -298,6 +332,10 @@ impl Daemon {
         // In the other order a probe could see NOT_SERVING while `/ready` still said 200.
         // See: #33.
         self.engine.stop_accepting();
+        // The gate too, at once rather than at its next poll: a balancer's submit in
+        // between would get UNAVAILABLE inside a 200, which it cannot move elsewhere.
+        self.ready
+            .send_replace(crate::health::readiness(&self.engine.status()));
         crate::health::set(&self.health, false).await;
         let report = self.engine.shutdown_or(self.drain, &self.early).await;
         self.close.cancel();

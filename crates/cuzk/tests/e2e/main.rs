@@ -14,4 +14,5 @@ mod daemon_interop;
 mod daemon_load;
 mod daemon_rpc;
 mod daemon_shutdown;
+mod scaleout;
 mod support;
