@@ -109,8 +109,10 @@ pub async fn watch(engine: Arc<Engine>, reporter: HealthReporter, stop: Cancella
         let r = readiness(&status);
         if last != Some(r.ready) {
             set(&reporter, r.ready).await;
-            if r.ready {
-                tracing::info!(ready = true, "readiness changed");
+            // The first reading at info: a reason the daemon starts with was logged by the
+            // engine already (say each cause once); a change later is worth a warning.
+            if r.ready || last.is_none() {
+                tracing::info!(ready = r.ready, reason = %r.reason, "readiness");
             } else {
                 tracing::warn!(ready = false, reason = %r.reason, "readiness changed");
             }

@@ -130,3 +130,55 @@ fn a_params_file_of_the_wrong_size_is_named_once_with_its_excess() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// A daemon started on a parameter directory that does not exist says so once, at start,
+// with what it means (nothing to prove, not ready), instead of answering /ready 200.
+// See: #34 item 5.
+#[test]
+fn a_daemon_on_a_missing_parameter_directory_says_it_is_not_ready_and_why() {
+    use std::io::Read;
+    let dir = scratch("noparams");
+    let params = dir.join("filecoin-proof-parameters");
+    let socket = dir.join("d.sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["daemon", "--http", "", "--journal-dir", ""])
+        .arg("--listen")
+        .arg(format!("unix://{}", socket.display()))
+        .arg("--param-dir")
+        .arg(&params)
+        .env("RUST_LOG", "warn")
+        .env_remove("NO_COLOR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the cuzk binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !socket.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(killed.expect("kill runs").success());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr piped")
+        .read_to_string(&mut err)
+        .expect("stderr readable");
+    assert!(child.wait().expect("daemon exits").success(), "{err}");
+    let want = format!(
+        "not ready: no parameters to prove with: the parameter directory {} does not exist",
+        params.display()
+    );
+    assert_eq!(err.matches(&want).count(), 1, "{err}");
+    assert!(
+        !err.contains("\x1b["),
+        "colour codes in piped logs: {err:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
