@@ -450,6 +450,14 @@ impl Engine {
         }
     }
 
+    /// Counts a submit that a front end refused because the engine was not ready (the
+    /// server's gate), under `cuzk_submits_refused_total{limit="not_ready"}`.
+    pub fn count_refused_not_ready(&self) {
+        self.shared
+            .metrics
+            .submit_refused(crate::metrics::Limit::NotReady);
+    }
+
     /// Prometheus text exposition.
     pub fn metrics_text(&self) -> String {
         let status = self.status();

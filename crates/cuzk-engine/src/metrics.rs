@@ -56,24 +56,28 @@ pub enum Ending {
     Cancelled,
 }
 
-/// An admission limit that refused a submit.
+/// What refused a submit: an admission limit, or the daemon not being ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
     /// `max_queued_jobs`.
     MaxQueuedJobs,
     /// `max_queued_bytes`.
     MaxQueuedBytes,
+    /// Not ready (draining, no device, no or broken parameters): the server's gate
+    /// answered the submit with HTTP 503 before the engine saw it.
+    NotReady,
 }
 
 impl Limit {
     /// Every limit.
-    pub const ALL: [Limit; 2] = [Limit::MaxQueuedJobs, Limit::MaxQueuedBytes];
+    pub const ALL: [Limit; 3] = [Limit::MaxQueuedJobs, Limit::MaxQueuedBytes, Limit::NotReady];
 
     /// The config key's name, also the metrics label.
     pub fn as_str(self) -> &'static str {
         match self {
             Limit::MaxQueuedJobs => "max_queued_jobs",
             Limit::MaxQueuedBytes => "max_queued_bytes",
+            Limit::NotReady => "not_ready",
         }
     }
 }
@@ -218,7 +222,7 @@ impl Metrics {
         );
         let _ = writeln!(
             out,
-            "# HELP cuzk_submits_refused_total submits refused by an admission limit"
+            "# HELP cuzk_submits_refused_total submits refused by an admission limit or while not ready"
         );
         let _ = writeln!(out, "# TYPE cuzk_submits_refused_total counter");
         for limit in Limit::ALL {

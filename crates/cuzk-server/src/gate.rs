@@ -75,6 +75,7 @@ const POLL: Duration = Duration::from_millis(250);
 pub struct GateLayer {
     name: http::HeaderValue,
     ready: watch::Receiver<Readiness>,
+    on_refuse: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl GateLayer {
@@ -86,7 +87,20 @@ impl GateLayer {
         let name = http::HeaderValue::from_str(name).map_err(|_| GateError::BadName {
             name: name.to_string(),
         })?;
-        Ok(GateLayer { name, ready })
+        Ok(GateLayer {
+            name,
+            ready,
+            on_refuse: None,
+        })
+    }
+
+    /// The same gate, calling `count` for every call it refuses (the daemon counts them
+    /// in `/metrics`).
+    pub fn counting(self, count: impl Fn() + Send + Sync + 'static) -> Self {
+        GateLayer {
+            on_refuse: Some(Arc::new(count)),
+            ..self
+        }
     }
 }
 
@@ -109,6 +123,7 @@ impl<S> Layer<S> for GateLayer {
             inner,
             name: self.name.clone(),
             ready: self.ready.clone(),
+            on_refuse: self.on_refuse.clone(),
         }
     }
 }
@@ -120,6 +135,7 @@ pub struct Gate<S> {
     inner: S,
     name: http::HeaderValue,
     ready: watch::Receiver<Readiness>,
+    on_refuse: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -147,6 +163,9 @@ where
                 (!ready.ready).then(|| ready.reason.clone())
             };
             if let Some(reason) = refusal {
+                if let Some(count) = &self.on_refuse {
+                    count();
+                }
                 return Box::pin(async move {
                     let started = tokio::time::Instant::now();
                     let _ = tokio::time::timeout(DRAIN_LIMIT, drain(request.into_body())).await;
@@ -278,6 +297,16 @@ mod tests {
     async fn a_daemon_that_is_not_ready_refuses_work_with_503_and_serves_reads() {
         let (tx, _) = watch::channel(not_ready("no parameters"));
         let (gate, calls) = gated(&tx);
+        let refused = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let gate = {
+            let refused = refused.clone();
+            let layer = GateLayer::new("d1", tx.subscribe())
+                .unwrap()
+                .counting(move || {
+                    refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                });
+            layer.layer(gate.inner)
+        };
         for path in GATED_PATHS {
             let r = gate.clone().oneshot(call(path)).await.unwrap();
             assert_eq!(r.status(), http::StatusCode::SERVICE_UNAVAILABLE, "{path}");
@@ -290,6 +319,8 @@ mod tests {
             assert!(status.message().contains("no parameters"), "{status}");
         }
         assert_eq!(calls.calls(), 0);
+        let refusals = refused.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(refusals as usize, GATED_PATHS.len(), "each refusal counted");
         for path in [
             "/cuzk.v1.ProvingEngine/AwaitProof",
             "/cuzk.v1.ProvingEngine/CancelProof",

@@ -171,6 +171,10 @@ impl Daemon {
         let mut engine_cfg = cfg.engine_config();
         engine_cfg.journal_dir = cfg.journal_dir.clone();
         let engine = Arc::new(Engine::start(engine_cfg, registry, devices)?);
+        let gate = gate.counting({
+            let engine = engine.clone();
+            move || engine.count_refused_not_ready()
+        });
         let (stop, early, close) = (
             CancellationToken::new(),
             CancellationToken::new(),
