@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The code map's invariants (docs/architecture.md) that a script can check; .ci/run runs
+# it before the tests. Prints one line per broken rule and exits 1 when any is broken.
+#   1. Every crate root says #![forbid(unsafe_code)], except cuzk-gpu, whose unsafe code
+#      lives in src/device/ only (the driver, NVRTC and pinned-memory layer).
+#   2. Protobuf and gRPC belong to cuzk-server: no other crate lists prost, tonic or
+#      tonic-build among its [dependencies] (dev-dependencies may: the e2e tests are
+#      clients), and the proving crates' sources never name them.
+#   3. Dependencies point one way (docs/architecture.md): cuzk → {server, filecoin, gpu};
+#      server → engine; filecoin → engine → groth16; gpu → groth16. The engine names no
+#      GPU and no Filecoin crate, the server no GPU or Filecoin crate, groth16 none.
+set -u
+cd "$(dirname "$0")/.."
+bad=0
+fail() { echo "invariant broken: $*"; bad=1; }
+
+for dir in crates/*/; do
+  dir=${dir%/}
+  name=$(basename "$dir")
+  root=$dir/src/lib.rs
+  [ -f "$root" ] || root=$dir/src/main.rs
+  if [ "$name" = cuzk-gpu ]; then
+    outside=$(grep -rlE '\bunsafe\s*(\{|fn|impl|extern|trait)' "$dir/src" | grep -v "^$dir/src/device/" || true)
+    [ -z "$outside" ] || fail "cuzk-gpu: unsafe code outside src/device/: $outside"
+  elif ! grep -q '^#!\[forbid(unsafe_code)\]' "$root"; then
+    fail "$name: $root lacks #![forbid(unsafe_code)]"
+  fi
+done
+
+# The [dependencies] table of a Cargo.toml, one name per line.
+deps() {
+  awk '/^\[/ { on = ($0 == "[dependencies]") ; next }
+       on && /^[A-Za-z0-9_-]+[ .=]/ { sub(/[ .=].*/, ""); print }' "$1"
+}
+
+for dir in crates/*/; do
+  name=$(basename "$dir")
+  [ "$name" = cuzk-server ] && continue
+  for d in $(deps "$dir/Cargo.toml"); do
+    case $d in prost | prost-types | tonic | tonic-build | tonic-health | tonic-prost | tonic-prost-build)
+      fail "$name depends on $d: protobuf and gRPC belong to cuzk-server" ;;
+    esac
+  done
+done
+for name in cuzk-groth16 cuzk-gpu cuzk-filecoin cuzk-engine; do
+  hits=$(grep -rlE '\b(prost|tonic)::' "crates/$name/src" || true)
+  [ -z "$hits" ] || fail "$name names prost or tonic: $hits"
+done
+
+# The workspace crates each crate must not depend on.
+above() {
+  case $1 in
+    cuzk-groth16) echo "cuzk-gpu cuzk-filecoin cuzk-engine cuzk-server cuzk" ;;
+    cuzk-gpu) echo "cuzk-filecoin cuzk-engine cuzk-server cuzk" ;;
+    cuzk-engine) echo "cuzk-gpu cuzk-filecoin cuzk-server cuzk" ;;
+    cuzk-filecoin) echo "cuzk-gpu cuzk-server cuzk" ;;
+    cuzk-server) echo "cuzk-gpu cuzk-filecoin cuzk" ;;
+    *) echo "" ;;
+  esac
+}
+for dir in crates/*/; do
+  name=$(basename "$dir")
+  for d in $(deps "$dir/Cargo.toml"); do
+    for up in $(above "$name"); do
+      [ "$d" = "$up" ] && fail "$name depends on $up, a crate above it"
+    done
+  done
+done
+
+[ "$bad" = 0 ] && echo "invariants: unsafe code in cuzk-gpu's device layer only, protobuf in cuzk-server only, dependencies one way"
+exit "$bad"
