@@ -145,6 +145,11 @@ impl EngineConfig {
 /// The longest engine name: it starts every job id.
 pub const MAX_NAME_LEN: usize = 64;
 
+/// Whether `c` may stand in an engine name: letters, digits, `_` and `-`.
+pub fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
 /// Checks an engine name (see [`EngineConfig::name`]).
 ///
 /// # Errors
@@ -155,10 +160,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
             "name {name:?} is longer than {MAX_NAME_LEN} characters"
         ));
     }
-    match name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
+    match name.chars().find(|c| !is_name_char(*c)) {
         Some(c) => Err(format!(
             "name {name:?} holds {c:?}: use letters, digits, '_' and '-' only (it starts \
              every job id)"

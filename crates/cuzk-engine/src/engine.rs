@@ -144,21 +144,7 @@ impl Engine {
             kinds = ?shared.registry.kinds(),
             "engine started"
         );
-        let params = shared.srs.params();
-        match params.not_ready_reason() {
-            Some(why) => warn!(param_dir = %params.param_dir.display(), "not ready: {why}"),
-            None if !params.circuits.is_empty() => info!(
-                param_dir = %params.param_dir.display(),
-                ready = ?params
-                    .circuits
-                    .iter()
-                    .filter(|c| c.state == crate::ParamsState::Ready)
-                    .map(|c| c.circuit_id.as_str())
-                    .collect::<Vec<_>>(),
-                "parameters found"
-            ),
-            None => {}
-        }
+        shared.srs.params().log_at_start();
         let engine = Engine { shared };
         engine.replay(replayed);
         Ok(engine)

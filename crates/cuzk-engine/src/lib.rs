@@ -44,7 +44,7 @@ pub mod token {
 pub mod types;
 mod workers;
 
-pub use config::{check_name, EngineConfig};
+pub use config::EngineConfig;
 /// The kind-neutral request fields, re-exported so front ends need not depend on
 /// `cuzk-groth16` to build a [`JobSpec`].
 pub use cuzk_groth16::ProofRequest;

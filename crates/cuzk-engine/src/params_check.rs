@@ -82,6 +82,25 @@ impl ParamsSummary {
         })
     }
 
+    /// The start-up line: why the daemon is not ready, or which circuits it found.
+    pub fn log_at_start(&self) {
+        let dir = self.param_dir.display();
+        match self.not_ready_reason() {
+            Some(why) => tracing::warn!(param_dir = %dir, "not ready: {why}"),
+            None if !self.circuits.is_empty() => tracing::info!(
+                param_dir = %dir,
+                ready = ?self
+                    .circuits
+                    .iter()
+                    .filter(|c| c.state == ParamsState::Ready)
+                    .map(|c| c.circuit_id.as_str())
+                    .collect::<Vec<_>>(),
+                "parameters found"
+            ),
+            None => {}
+        }
+    }
+
     /// `circuit_id`'s state; `None` when it is not listed (a generated or unknown id).
     pub fn state_of(&self, circuit_id: &str) -> Option<&ParamsState> {
         self.circuits

@@ -202,6 +202,19 @@ fn read_vk_beside(params: &Path) -> Result<Option<(VerifyingKey, PathBuf)>, SrsE
     Ok(Some((vk, vk_path)))
 }
 
+/// Opens a `.params` file and walks its length prefixes ([`Layout::walk`]): what
+/// [`Srs::load`] and [`Srs::check_file`] both start with.
+fn open_walked(path: &Path) -> Result<(File, Layout), SrsError> {
+    let io_err = |source| SrsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let file_len = file.metadata().map_err(io_err)?.len();
+    let layout = Layout::walk(&file, file_len, path)?;
+    Ok((file, layout))
+}
+
 impl Srs {
     /// Reads a bellperson `.params` file: walks the length prefixes first (so a bad length
     /// is reported before anything is allocated), then decodes every section in parallel.
@@ -219,13 +232,7 @@ impl Srs {
     /// with these parameters is against the published key, not the one that came with
     /// the parameters.
     pub fn load(path: &Path, opts: SrsOptions) -> Result<Srs, SrsError> {
-        let io_err = |source| SrsError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = File::open(path).map_err(io_err)?;
-        let file_len = file.metadata().map_err(io_err)?.len();
-        let layout = Layout::walk(&file, file_len, path)?;
+        let (file, layout) = open_walked(path)?;
         let reader = decode::SectionReader {
             file: &file,
             path,
@@ -278,13 +285,7 @@ impl Srs {
     /// [`SrsError::Io`], [`SrsError::Truncated`], [`SrsError::BadLength`] or
     /// [`SrsError::TrailingBytes`], as [`Srs::load`] reports them.
     pub fn check_file(path: &Path) -> Result<QueryLens, SrsError> {
-        let io_err = |source| SrsError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = File::open(path).map_err(io_err)?;
-        let file_len = file.metadata().map_err(io_err)?.len();
-        let layout = Layout::walk(&file, file_len, path)?;
+        let (_, layout) = open_walked(path)?;
         Ok(QueryLens {
             h: layout.h.len as usize,
             l: layout.l.len as usize,

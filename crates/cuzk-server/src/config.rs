@@ -366,7 +366,7 @@ impl DaemonConfig {
             .chars()
             .take(cuzk_engine::config::MAX_NAME_LEN)
             .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                if cuzk_engine::config::is_name_char(c) {
                     c
                 } else {
                     '-'

@@ -22,7 +22,7 @@
 //! Curio's client) turns 503 into UNAVAILABLE too. Reads (`AwaitProof`, `GetStatus`,
 //! health, everything else) always pass, so a draining daemon still hands out its results.
 //!
-//! The readiness is read from a [`watch`] channel that [`watch_readiness`] keeps current
+//! The readiness is read from a [`watch`] channel that [`crate::health::watch`] keeps current
 //! (and [`crate::serve::Daemon`] updates at once when a drain begins), not recomputed per
 //! call. The token check ([`crate::auth`]) sits inside the gate: a daemon that is not
 //! ready says so to any caller, as its health service does.
@@ -33,9 +33,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use cuzk_engine::Engine;
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 use tonic::codegen::{http, Body};
 use tower::{Layer, Service};
 
@@ -66,9 +64,6 @@ pub const REFUSAL_DELAY: Duration = Duration::from_millis(50);
 /// failed the call and left rotation too. Reading 100+ MB takes about a second on a LAN,
 /// once per `fail_timeout`.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(30);
-
-/// How often [`watch_readiness`] re-reads the engine's status (as the health service does).
-const POLL: Duration = Duration::from_millis(250);
 
 /// Adds [`Gate`] around a gRPC server's services.
 #[derive(Clone)]
@@ -203,26 +198,6 @@ fn refused(reason: &str, name: http::HeaderValue) -> http::Response<tonic::body:
     *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
     response.headers_mut().insert(DAEMON_HEADER, name);
     response
-}
-
-/// Keeps `ready` in step with the engine's readiness until `stop` is cancelled.
-pub async fn watch_readiness(
-    engine: Arc<Engine>,
-    ready: watch::Sender<Readiness>,
-    stop: CancellationToken,
-) {
-    loop {
-        let now = crate::health::readiness(&engine.status());
-        ready.send_if_modified(|old| {
-            let changed = *old != now;
-            *old = now;
-            changed
-        });
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(POLL) => {}
-        }
-    }
 }
 
 #[cfg(test)]

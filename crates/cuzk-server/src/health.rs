@@ -1,19 +1,24 @@
 //! Whether this daemon can take proofs now, for load balancers: [`readiness`] decides it
 //! from the engine's status, [`watch`] keeps the standard gRPC health service
-//! (`grpc.health.v1.Health`, from `tonic-health`) in step with it, and the HTTP port
-//! answers `GET /ready` from the same function.
+//! (`grpc.health.v1.Health`, from `tonic-health`) and the gate's readiness in step with
+//! it, and the HTTP port answers `GET /ready` from the same function.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_engine::{Engine, EngineStatus, ParamsState};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
 use crate::pb::proving_engine_server::ProvingEngineServer;
 
-/// How often the health service re-reads the engine's status.
+/// `cuzk.v1.ProvingEngine`, the service name health reports beside "".
+const SERVICE: &str =
+    <ProvingEngineServer<crate::grpc::ProvingService> as tonic::server::NamedService>::NAME;
+
+/// How often the health service and the gate re-read the engine's status.
 const POLL: Duration = Duration::from_millis(250);
 
 /// Serving or not, and why not.
@@ -55,31 +60,31 @@ pub fn readiness(s: &EngineStatus) -> Readiness {
 /// The health service name that reports one circuit's readiness:
 /// `cuzk.v1.ProvingEngine/porep-32g`.
 pub fn circuit_service(circuit_id: &str) -> String {
-    format!(
-        "{}/{circuit_id}",
-        <ProvingEngineServer<crate::grpc::ProvingService> as tonic::server::NamedService>::NAME
-    )
+    format!("{SERVICE}/{circuit_id}")
 }
 
 /// Readiness for proofs of one circuit (`porep-32g`): the daemon's, and its parameters
 /// file there and whole. A circuit the providers do not list (a synthetic one, made on
 /// demand) is ready when the daemon is.
 pub fn circuit_readiness(s: &EngineStatus, circuit_id: &str) -> Readiness {
-    let whole = readiness(s);
-    let own = match s.params.state_of(circuit_id) {
+    match circuit_own_reason(s, circuit_id) {
+        Some(reason) => Readiness {
+            ready: false,
+            reason,
+        },
+        None => readiness(s),
+    }
+}
+
+/// Why `circuit_id`'s own parameters cannot be proved with, or `None`.
+fn circuit_own_reason(s: &EngineStatus, circuit_id: &str) -> Option<String> {
+    match s.params.state_of(circuit_id) {
         Some(ParamsState::Missing) => Some(format!(
             "{circuit_id}: no parameters file in {}",
             s.params.param_dir.display()
         )),
         Some(ParamsState::Broken(why)) => Some(format!("{circuit_id}: {why}")),
         Some(ParamsState::Ready) | None => None,
-    };
-    match own {
-        Some(reason) => Readiness {
-            ready: false,
-            reason,
-        },
-        None => whole,
     }
 }
 
@@ -91,22 +96,30 @@ pub async fn set(reporter: &HealthReporter, ready: bool) {
         ServingStatus::NotServing
     };
     reporter.set_service_status("", status).await;
-    reporter
-        .set_service_status(
-            <ProvingEngineServer<crate::grpc::ProvingService> as tonic::server::NamedService>::NAME,
-            status,
-        )
-        .await;
+    reporter.set_service_status(SERVICE, status).await;
 }
 
-/// Keeps the health service in step with the engine until `stop` is cancelled: the
-/// whole daemon's status, and each listed circuit's under [`circuit_service`].
-pub async fn watch(engine: Arc<Engine>, reporter: HealthReporter, stop: CancellationToken) {
+/// Keeps the health service and the gate ([`crate::gate`], through `gate`) in step with
+/// the engine until `stop` is cancelled, from one status read per poll: the whole
+/// daemon's status, and each listed circuit's under [`circuit_service`].
+pub async fn watch(
+    engine: Arc<Engine>,
+    reporter: HealthReporter,
+    gate: watch::Sender<Readiness>,
+    stop: CancellationToken,
+) {
     let mut last = None;
     let mut last_circuit: std::collections::HashMap<String, bool> = Default::default();
     loop {
         let status = engine.status();
         let r = readiness(&status);
+        gate.send_if_modified(|old| {
+            let changed = *old != r;
+            if changed {
+                *old = r.clone();
+            }
+            changed
+        });
         if last != Some(r.ready) {
             set(&reporter, r.ready).await;
             // The first reading at info: a reason the daemon starts with was logged by the
@@ -119,7 +132,7 @@ pub async fn watch(engine: Arc<Engine>, reporter: HealthReporter, stop: Cancella
             last = Some(r.ready);
         }
         for c in &status.params.circuits {
-            let ready = circuit_readiness(&status, &c.circuit_id).ready;
+            let ready = r.ready && circuit_own_reason(&status, &c.circuit_id).is_none();
             if last_circuit.get(&c.circuit_id) != Some(&ready) {
                 let serving = if ready {
                     ServingStatus::Serving

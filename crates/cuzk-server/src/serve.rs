@@ -183,15 +183,12 @@ impl Daemon {
         let limit = |bytes: u64| usize::try_from(bytes).unwrap_or(usize::MAX);
         let (health, health_service) = tonic_health::server::health_reporter();
         // Set before the listeners serve, so the first probe already has the answer.
-        crate::health::set(&health, crate::health::readiness(&engine.status()).ready).await;
+        let first = crate::health::readiness(&engine.status());
+        crate::health::set(&health, first.ready).await;
+        ready.send_replace(first);
         tokio::spawn(crate::health::watch(
             engine.clone(),
             health.clone(),
-            close.clone(),
-        ));
-        ready.send_replace(crate::health::readiness(&engine.status()));
-        tokio::spawn(crate::gate::watch_readiness(
-            engine.clone(),
             ready.clone(),
             close.clone(),
         ));

@@ -5,7 +5,7 @@
 //! slots and the shared prove arena. Nothing asks the driver for free memory after that:
 //! another process's allocations on a shared card are what the first reading saw.
 //!
-//! [`choose`] is a pure function of the byte counts: for the first shape proved (or
+//! [`choose_among`] is a pure function of the byte counts: for the first shape proved (or
 //! preloaded) it picks, in this order of preference, the SRS resident with every worker,
 //! resident with one worker, streamed with every worker, streamed with one worker, and a
 //! streamed SRS with one **lean** slot, whose witness vectors are uploaded over a, b, c
@@ -15,7 +15,7 @@
 
 use crate::backend::slots::SlotShape;
 
-/// What [`choose`] weighs, in device bytes.
+/// What [`choose_among`] weighs, in device bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Costs {
     /// The resident SRS without a window table.
@@ -78,18 +78,12 @@ impl std::fmt::Display for Fit {
     }
 }
 
-/// The first mode of the preference order (module docs) whose bytes fit `budget`, for up
-/// to `max_workers` workers; `Err(least)`: none fits, `least` being the smallest mode's
-/// bytes (a streamed SRS and one lean slot).
-pub fn choose(costs: &Costs, budget: u64, max_workers: usize) -> Result<Fit, u64> {
-    choose_among(&[(0, *costs)], budget, max_workers).map(|(fit, _)| fit)
-}
-
-/// [`choose`] over the costs of several stream chunk sizes (`(points per chunk, costs)`,
-/// largest chunk first): the first mode of the preference order that fits with any of
-/// them, with the largest chunk it fits with, and the costs of that chunk. A smaller chunk
-/// is slower only by more, shorter MSM launches; a mode further down the order (one worker
-/// instead of two, a lean slot) costs more. `Err(least)`: the smallest mode's bytes at the
+/// The first mode of the preference order (module docs) that fits `budget` for up to
+/// `max_workers` workers, over the costs of several stream chunk sizes (`(points per
+/// chunk, costs)`, largest chunk first): the first mode that fits with any of them, with
+/// the largest chunk it fits with, and the costs of that chunk. A smaller chunk is slower
+/// only by more, shorter MSM launches; a mode further down the order (one worker instead
+/// of two, a lean slot) costs more. `Err(least)`: the smallest mode's bytes at the
 /// smallest chunk.
 pub fn choose_among(
     options: &[(usize, Costs)],
@@ -137,6 +131,12 @@ pub fn choose_among(
         .unwrap_or(u64::MAX))
 }
 
+/// The streamed chunk sizes [`choose_among`] weighs, largest first: `configured`, then
+/// its halves while they stay at least `min`.
+pub fn chunk_sizes(configured: usize, min: usize) -> impl Iterator<Item = usize> {
+    std::iter::successors(Some(configured), move |&c| (c / 2 >= min).then_some(c / 2))
+}
+
 /// Bytes of a lean slot of `shape`: the larger of a, b, c and the witness vectors, which
 /// share the same memory one after the other.
 pub fn lean_slot_bytes(shape: &SlotShape) -> u64 {
@@ -148,6 +148,11 @@ pub fn lean_slot_bytes(shape: &SlotShape) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`choose_among`] with one set of costs (chunk unknown: 0).
+    fn choose(costs: &Costs, budget: u64, max_workers: usize) -> Result<Fit, u64> {
+        choose_among(&[(0, *costs)], budget, max_workers).map(|(fit, _)| fit)
+    }
 
     const GB: u64 = 1_000_000_000;
     const GIB: u64 = 1 << 30;
@@ -199,6 +204,14 @@ mod tests {
             ..porep_32g()
         };
         (chunk, costs)
+    }
+
+    #[test]
+    fn chunk_sizes_halve_down_to_the_least() {
+        let sizes: Vec<_> = chunk_sizes(1 << 22, 1 << 19).collect();
+        assert_eq!(sizes, [1 << 22, 1 << 21, 1 << 20, 1 << 19]);
+        // A configured chunk below the least is tried alone.
+        assert_eq!(chunk_sizes(300, 1 << 19).collect::<Vec<_>>(), [300]);
     }
 
     #[test]

@@ -222,14 +222,10 @@ impl GpuBackend {
                 return Ok(*f);
             }
         }
-        // The configured chunk, then halves of it down to MIN_STREAM_CHUNK: on a small card
-        // a smaller chunk is what lets a streamed mode fit at all.
-        let mut chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
-        let mut options = vec![(chunk, self.costs_at(srs, shape, chunk))];
-        while chunk / 2 >= MIN_STREAM_CHUNK {
-            chunk /= 2;
-            options.push((chunk, self.costs_at(srs, shape, chunk)));
-        }
+        // On a small card a smaller chunk is what lets a streamed mode fit at all.
+        let options: Vec<_> = budget::chunk_sizes(self.configured_chunk(shape), MIN_STREAM_CHUNK)
+            .map(|chunk| (chunk, self.costs_at(srs, shape, chunk)))
+            .collect();
         let budget = self.vram_budget_bytes();
         let (chosen, costs) =
             budget::choose_among(&options, budget, self.cfg.workers).map_err(|need| {
@@ -255,8 +251,12 @@ impl GpuBackend {
     /// What the modes of `shape` cost on this device with `srs` (`budget.rs`), the SRS
     /// streamed in chunks of the configured size.
     pub fn costs(&self, srs: &Srs, shape: &SlotShape) -> Costs {
-        let chunk = self.cfg.stream_chunk_points.clamp(1, shape.max_query());
-        self.costs_at(srs, shape, chunk)
+        self.costs_at(srs, shape, self.configured_chunk(shape))
+    }
+
+    /// The configured streamed chunk for `shape` (no larger than its longest query).
+    fn configured_chunk(&self, shape: &SlotShape) -> usize {
+        self.cfg.stream_chunk_points.clamp(1, shape.max_query())
     }
 
     /// [`GpuBackend::costs`] with the SRS streamed in chunks of `chunk` points.
@@ -294,7 +294,7 @@ impl GpuBackend {
     pub(super) fn stream_chunk(&self, shape: &SlotShape) -> usize {
         match &*self.fit.lock() {
             Some((s, f, _)) if s == shape && f.chunk > 0 => f.chunk,
-            _ => self.cfg.stream_chunk_points.clamp(1, shape.max_query()),
+            _ => self.configured_chunk(shape),
         }
     }
 

@@ -31,14 +31,17 @@ const CONCURRENCY: usize = 8;
 /// The header that names a daemon (crates/cuzk-server/src/gate.rs).
 const DAEMON_HEADER: &str = cuzk_server::gate::DAEMON_HEADER;
 
-/// A child process ended on drop (a failed assert must not leave daemons behind).
+/// A child process ended on drop with SIGTERM (a daemon drains; nginx's master stops its
+/// workers), so that a failed assert leaves no process behind.
 struct Proc {
     child: Option<Child>,
-    /// The signal that ends it (nginx's master stops its workers on TERM).
-    signal: &'static str,
 }
 
 impl Proc {
+    fn new(child: Child) -> Proc {
+        Proc { child: Some(child) }
+    }
+
     /// SIGKILL now, and reap it.
     fn kill_9(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -52,7 +55,7 @@ impl Drop for Proc {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill")
-                .args([self.signal, &child.id().to_string()])
+                .args(["-TERM", &child.id().to_string()])
                 .status();
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
             while std::time::Instant::now() < deadline {
@@ -106,10 +109,7 @@ fn spawn_daemon(name: &str, socket: &Path, params: &Path, journal: &Path) -> Pro
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start daemon");
-    Proc {
-        child: Some(child),
-        signal: "-TERM",
-    }
+    Proc::new(child)
 }
 
 /// Writes `DIR/nginx.conf` around gen.sh's output and starts nginx on `DIR/nginx.sock`.
@@ -157,13 +157,7 @@ fn spawn_nginx(nginx: &Path, dir: &Path, daemons: &[(String, PathBuf)]) -> (Proc
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start nginx");
-    (
-        Proc {
-            child: Some(child),
-            signal: "-TERM",
-        },
-        listen,
-    )
+    (Proc::new(child), listen)
 }
 
 fn running_as_root() -> bool {
