@@ -239,8 +239,9 @@ impl Shared {
     /// Host bytes partitions in flight may reserve now, from the one host-memory ledger
     /// ([`Shared::memory_ledger`]): `host_memory_budget_bytes` less what the devices hold
     /// on the host (pinned staging: 9.4 GB per GPU worker at 2^27, 22.3 GB when it stages
-    /// a, b, c too; a, b, c evaluated on the host when the matrices do not fit the device:
-    /// 12.9 GB per call), and never more than the whole budget (the three budgets' sum)
+    /// a, b, c too, which it then evaluates into that staging; what a backend's compute
+    /// allocates besides, `Backend::host_compute_bytes`), and never more than the whole
+    /// budget (the three budgets' sum)
     /// less everything else the ledger holds. Read at each admission: the devices' parts
     /// appear on their first proves.
     pub fn partition_budget(&self) -> u64 {

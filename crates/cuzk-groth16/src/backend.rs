@@ -271,9 +271,10 @@ pub trait Backend: Send + Sync {
     }
 
     /// Host bytes this backend's compute calls may allocate at once beyond their
-    /// assignments, over all its workers (a GPU evaluates a, b, c on the host when the
-    /// recorded matrices do not fit its memory: 3 × 2^lg scalars per call). The engine
-    /// counts them against the host memory it lets partitions reserve.
+    /// assignments and the pinned staging [`Backend::host_pinned_bytes`] counts, over all
+    /// its workers. The engine counts them against the host memory it lets partitions
+    /// reserve. (The GPU backend allocates none: when the recorded matrices do not fit its
+    /// memory it evaluates a, b, c straight into its pinned staging.)
     fn host_compute_bytes(&self) -> u64 {
         0
     }

@@ -406,7 +406,34 @@ impl R1cs {
         Ok(self.abc(inputs, aux))
     }
 
-    fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), SynthesisError> {
+    /// Row `row` of a, b or c (`m`) for z = (inputs ‖ aux), over the whole index space
+    /// of the evaluated vector: the constraints' rows, then the `input_i · 0 = 0` rows (a
+    /// gets the inputs, b and c zeros), then zeros (the padding to the domain). Row by row,
+    /// for a backend that writes a, b, c straight into buffers of its own (a GPU's pinned
+    /// staging) instead of the vectors [`Self::evaluate`] allocates; check the witness with
+    /// [`Self::check_witness`] first.
+    pub fn eval_row(&self, m: Matrix, row: usize, inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
+        let rows = self.n_constraints();
+        if row < rows {
+            let csr = match m {
+                Matrix::A => &self.a,
+                Matrix::B => &self.b,
+                Matrix::C => &self.c,
+            };
+            return csr.eval_row(row, &self.coeffs, inputs, aux);
+        }
+        match (m, inputs.get(row - rows)) {
+            (Matrix::A, Some(v)) => *v,
+            _ => Scalar::ZERO,
+        }
+    }
+
+    /// Checks that `inputs` and `aux` are a witness of this recording's counts whose first
+    /// input is ONE.
+    ///
+    /// # Errors
+    /// [`SynthesisError::ShapeMismatch`] saying which.
+    pub fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), SynthesisError> {
         if inputs.len() != self.n_inputs || aux.len() != self.n_aux {
             return Err(SynthesisError::ShapeMismatch {
                 what: format!(

@@ -86,6 +86,30 @@ fn deferred_assignments_evaluate_to_the_synthesized_one() {
     }
 }
 
+/// `eval_row` gives `evaluate`'s a, b, c row by row, the input rows included, and zeros
+/// past them (the padding a backend writes to the domain).
+#[test]
+fn rows_one_by_one_equal_the_evaluated_vectors() {
+    for (lg, seed) in [(6u32, 1u64), (9, 4), (11, 7)] {
+        let c =
+            SyntheticCircuit::with_log_n(lg, seed, SyntheticShape::default()).expect("valid size");
+        let r = Arc::new(R1cs::record(c).expect("records"));
+        let got = r.assign_deferred(c.with_witness_seed(9)).expect("assigns");
+        let (z_in, z_aux) = (&got.input_assignment, &got.aux_assignment);
+        r.check_witness(z_in, z_aux)
+            .expect("a witness of the recording");
+        let want = r.evaluate(z_in, z_aux).expect("evaluates");
+        for (m, v) in Matrix::ALL.into_iter().zip(&want) {
+            assert_eq!(v.len(), r.n_rows());
+            let rows: Vec<Scalar> = (0..r.n_rows() + 3)
+                .map(|i| r.eval_row(m, i, z_in, z_aux))
+                .collect();
+            assert_eq!(&rows[..r.n_rows()], &v[..], "{m:?} at 2^{lg}");
+            assert!(rows[r.n_rows()..].iter().all(|s| *s == Scalar::ZERO));
+        }
+    }
+}
+
 /// A witness of other counts, or without ONE first, is refused by name.
 #[test]
 fn a_witness_of_other_counts_is_refused() {

@@ -32,6 +32,7 @@ mod run;
 pub mod slots;
 pub mod sums;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -135,6 +136,9 @@ pub struct GpuBackend {
     budget: std::sync::OnceLock<u64>,
     /// The mode of the shape proved here (`budget.rs`), chosen on first use.
     fit: Mutex<Option<(SlotShape, Fit, Costs)>>,
+    /// Whether a prove has said that it evaluates a, b, c on the host (said once: every
+    /// prove of the mode does).
+    host_products_logged: AtomicBool,
 }
 
 /// The arena of the prove plans (NTT tables, scratch, results) all workers share under the
@@ -176,6 +180,7 @@ impl GpuBackend {
             others_seen: Mutex::new(Vec::new()),
             budget: std::sync::OnceLock::new(),
             fit: Mutex::new(None),
+            host_products_logged: AtomicBool::new(false),
         }
     }
 
@@ -507,21 +512,25 @@ impl Backend for GpuBackend {
             },
         };
         // A deferred assignment's a, b, c come from its recorded matrices on the device,
-        // or, when they do not fit, from the CPU products.
+        // or, when they do not fit, from the CPU products, evaluated row by row straight
+        // into the pinned staging (`prepare.rs`).
         let matrices = match &asg.deferred {
             None => None,
             Some(r1cs) => match self.matrices_for(r1cs, &shape, srs) {
                 Ok(Some(m)) => Some(m),
                 Ok(None) => {
-                    tracing::info!(
-                        gpu = self.dev.ordinal(),
-                        rows = r1cs.n_rows(),
-                        "recorded matrices not in vram: a, b, c evaluated on the cpu"
-                    );
-                    let evaluated = asg.evaluated().map_err(|e| BackendError::Mismatch {
-                        what: e.to_string(),
-                    })?;
-                    return self.compute(&evaluated, srs, report);
+                    r1cs.check_witness(&asg.input_assignment, &asg.aux_assignment)
+                        .map_err(|e| BackendError::Mismatch {
+                            what: e.to_string(),
+                        })?;
+                    if !self.host_products_logged.swap(true, Ordering::Relaxed) {
+                        tracing::info!(
+                            gpu = self.dev.ordinal(),
+                            rows = r1cs.n_rows(),
+                            "recorded matrices not in vram: a, b, c evaluated on the cpu into the staging"
+                        );
+                    }
+                    None
                 }
                 Err(e) => return Err(device_err(ProveStage::Srs, e)),
             },
@@ -545,18 +554,6 @@ impl Backend for GpuBackend {
 
     fn host_pinned_bytes(&self) -> u64 {
         self.pinned.made_bytes()
-    }
-
-    fn host_compute_bytes(&self) -> u64 {
-        let fit = self.fit.lock();
-        let Some((shape, fit, _)) = &*fit else {
-            return 0;
-        };
-        if !fit.lean && self.matrices.bytes() > 0 {
-            return 0;
-        }
-        // a, b, c of each worker's call, evaluated on the host.
-        fit.workers as u64 * 3 * (1u64 << shape.lg) * crate::device::layout::FR_BYTES as u64
     }
 
     fn vram_budget_bytes(&self) -> u64 {

@@ -94,7 +94,12 @@ impl GpuBackend {
         self.fault_at(ProveStage::Prepare)?;
         // With the matrices resident the host stages only the witness vectors. A lean slot
         // (`budget.rs`) takes the witness over a, b, c once the H sum has read the quotient.
-        let lean = self.fit(srs, &shape)?.lean && matrices.is_none();
+        let fit = self.fit(srs, &shape)?;
+        let lean = fit.lean && matrices.is_none();
+        // The host evaluates a deferred assignment's a, b, c into the staging (`prepare.rs`):
+        // seconds at 2^27, which a second worker's kernels must not wait for under the token.
+        let host_products = asg.is_deferred() && matrices.is_none();
+        let take_early = !(host_products && fit.workers > 1);
         let staged_from = shape.staged_from(matrices.is_some());
         let slot_bytes = shape.device_bytes(lean);
         if self.slots.unmade() > 0 {
@@ -161,7 +166,7 @@ impl GpuBackend {
             let mut fill_time = t.elapsed();
             let mut wait_start = call_start.elapsed();
             let mut wait = std::time::Duration::ZERO;
-            let early = self.token.try_acquire();
+            let early = take_early.then(|| self.token.try_acquire()).flatten();
             let overlapped = early.is_some();
             let mut rest = Some([p1, p2, p3]);
             let token = match early {
