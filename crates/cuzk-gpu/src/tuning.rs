@@ -24,6 +24,10 @@ pub struct GpuTuning {
     /// Per-phase device times of every MSM and split sum, one JSON line each on stderr
     /// (`CUZK_GPU_PROFILE=1`). Synchronizes the stream after each: diagnosis only.
     pub profile: bool,
+    /// Whether a streamed SRS is copied through pinned bounce buffers instead of straight
+    /// from its host points registered with the driver (`CUZK_GPU_REGISTER=0`). For
+    /// measuring the registration against the bounce copy; default: registered.
+    pub no_host_registration: bool,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
     pub nvrtc_options: Vec<String>,
@@ -34,7 +38,7 @@ static INSTALLED: OnceLock<GpuTuning> = OnceLock::new();
 impl GpuTuning {
     /// `self` with the knobs the environment sets replaced: `CUZK_GPU_MSM_C=c`,
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
-    /// `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
+    /// `CUZK_GPU_REGISTER=0|off`, `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
     }
@@ -55,6 +59,9 @@ impl GpuTuning {
         }
         if var("CUZK_GPU_PROFILE").as_deref() == Some("1") {
             self.profile = true;
+        }
+        if matches!(var("CUZK_GPU_REGISTER").as_deref(), Some("0") | Some("off")) {
+            self.no_host_registration = true;
         }
         if let Some(opts) = var("CUZK_NVRTC_OPTS") {
             self.nvrtc_options = opts.split_whitespace().map(str::to_string).collect();
@@ -86,6 +93,7 @@ mod tests {
             "CUZK_GPU_MSM_C" => Some("16".to_string()),
             "CUZK_GPU_LANES" => Some("1".to_string()),
             "CUZK_NVRTC_OPTS" => Some(" -DA=1  -DB ".to_string()),
+            "CUZK_GPU_REGISTER" => Some("0".to_string()),
             _ => None,
         };
         let base = GpuTuning {
@@ -101,6 +109,7 @@ mod tests {
             "unset variables keep the base"
         );
         assert!(!t.profile);
+        assert!(t.no_host_registration);
         assert_eq!(t.nvrtc_options, ["-DA=1", "-DB"]);
     }
 

@@ -126,11 +126,25 @@ fn cpu_and_gpu_proofs_both_verify_with_equal_sums() {
             .expect("gpu");
         assert_eq!(c, g, "seed {seed}, concurrent sums {concurrent}");
     }
-    let streamed = backend(&dev, Residency::Streamed, 1000);
-    let s = streamed
-        .compute(&asg, &srs, &mut ProveReport::default())
-        .expect("gpu streamed");
-    assert_eq!(c, s, "seed {seed}: streamed");
+    // Streamed in chunks that cross page boundaries (96-byte points, 1000 to a chunk):
+    // straight from the registered host points, then through pinned bounce buffers.
+    for register in [true, false] {
+        let streamed = GpuBackend::with_config(
+            dev.clone(),
+            GpuBackendConfig {
+                residency: Residency::Streamed,
+                stream_chunk_points: 1000,
+                register_streamed_srs: register,
+                ..GpuBackendConfig::default()
+            },
+        );
+        let s = streamed
+            .compute(&asg, &srs, &mut ProveReport::default())
+            .expect("gpu streamed");
+        assert_eq!(c, s, "seed {seed}: streamed, registered {register}");
+        assert_eq!(srs.host_pins.len(), 1, "registered once, kept with the srs");
+    }
+    srs.host_pins.clear();
 }
 
 // See: #4 (fixed-base precomputation on the resident SRS).

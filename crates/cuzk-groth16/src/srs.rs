@@ -35,6 +35,10 @@ pub struct SrsOptions {
 /// Proving parameters resident in host memory. Query names follow the paper / bellperson.
 #[derive(Clone, Debug)]
 pub struct Srs {
+    /// What devices attached to the host points (a registration of their pages for direct
+    /// copies, `HostPins`). Declared first so that it is dropped before the points; clear
+    /// it before replacing a query vector.
+    pub host_pins: HostPins,
     /// Where the parameters were read from (empty when built in memory).
     pub path: PathBuf,
     /// The verifying key.
@@ -53,6 +57,57 @@ pub struct Srs {
     /// proves with them holds them in its own memory ([`Srs::released`]); the five vectors
     /// are then empty and this keeps what they were.
     pub released: Option<Released>,
+}
+
+/// Values that devices attach to an [`Srs`]'s host points, one per type, dropped before
+/// the points (a GPU backend's page-lock registration of them, so that streamed chunks are
+/// copied straight from them). A clone of the `Srs` starts with none: its points are other
+/// memory.
+#[derive(Default)]
+pub struct HostPins(std::sync::Mutex<Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>>>);
+
+impl HostPins {
+    /// The attached value of type `T`, attaching `make()` first when there is none (one
+    /// caller makes it; the others wait for it).
+    pub fn get_or_attach<T: std::any::Any + Send + Sync>(
+        &self,
+        make: impl FnOnce() -> T,
+    ) -> std::sync::Arc<T> {
+        let mut pins = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = pins.iter().find_map(|p| p.clone().downcast::<T>().ok()) {
+            return t;
+        }
+        let t = std::sync::Arc::new(make());
+        pins.push(t.clone());
+        t
+    }
+
+    /// Drops every attached value (before the points they refer to change).
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Values attached.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether none is attached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Clone for HostPins {
+    fn clone(&self) -> HostPins {
+        HostPins::default()
+    }
+}
+
+impl std::fmt::Debug for HostPins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostPins({})", self.len())
+    }
 }
 
 /// What a released [`Srs`] keeps of its query points: their lengths and identity.
@@ -265,6 +320,7 @@ impl Srs {
             "srs loaded"
         );
         Ok(Srs {
+            host_pins: HostPins::default(),
             path: path.to_path_buf(),
             vk,
             h,
@@ -305,6 +361,7 @@ impl Srs {
     /// `Parameters`). The path is left empty.
     pub fn from_bellperson(params: &bellperson::groth16::Parameters<Bls12>) -> Srs {
         Srs {
+            host_pins: HostPins::default(),
             path: PathBuf::new(),
             vk: params.vk.clone(),
             h: params.h.to_vec(),
@@ -377,6 +434,7 @@ impl Srs {
     /// 32 GiB PoRep SRS is 47.4 GB of host memory that a VRAM-resident daemon never reads.
     pub fn released(&self) -> Srs {
         Srs {
+            host_pins: HostPins::default(),
             path: self.path.clone(),
             vk: self.vk.clone(),
             h: Vec::new(),

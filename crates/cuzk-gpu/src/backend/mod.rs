@@ -48,7 +48,8 @@ use crate::backend::prepare::{shape_of_srs, validate};
 use crate::backend::residency::{fingerprint, resident_size, Admit, ResidentSet, ResidentSrs};
 use crate::backend::slots::{SlotPool, SlotShape};
 use crate::device::arena::VramArena;
-use crate::device::pinned::{PinnedBuf, PinnedPool};
+use crate::device::layout::as_bytes;
+use crate::device::pinned::{HostRegistration, PinnedBuf, PinnedPool};
 use crate::device::Device;
 use crate::error::{GpuError, Result};
 use crate::ops::msm::{build_table_g1, WindowTable};
@@ -95,6 +96,11 @@ pub struct GpuBackendConfig {
     /// memory is worth more as window table rows). The default is the process's
     /// `GpuTuning::concurrent_sums`.
     pub concurrent_sums: Option<bool>,
+    /// Whether a streamed SRS's chunks are copied straight from its host points, which
+    /// the first streamed prove (or preload) registers with the driver, instead of through
+    /// pinned bounce buffers filled by host threads. The default is the process's
+    /// `!GpuTuning::no_host_registration`.
+    pub register_streamed_srs: bool,
 }
 
 impl Default for GpuBackendConfig {
@@ -107,6 +113,7 @@ impl Default for GpuBackendConfig {
             stream_chunk_points: 1 << 22,
             h_table_max_bytes: tuning().h_table_max_bytes,
             concurrent_sums: tuning().concurrent_sums,
+            register_streamed_srs: !tuning().no_host_registration,
         }
     }
 }
@@ -147,6 +154,10 @@ struct Shared {
     arena: VramArena,
     stream_pins: [Option<PinnedBuf>; 2],
 }
+
+/// A streamed SRS's host registration as attached to it (`Srs::host_pins`): `None` when
+/// registering failed, so that it is tried once.
+pub(super) struct Registered(pub(super) Option<HostRegistration>);
 
 /// Margin left free on the device by the default VRAM budget.
 const BUDGET_MARGIN: u64 = 1 << 30;
@@ -262,7 +273,10 @@ impl GpuBackend {
         let shape = shape_of_srs(srs);
         let fit = self.fit(srs, &shape)?;
         let bytes = match fit.srs_resident {
-            false => 0,
+            false => {
+                self.registered(srs);
+                0
+            }
             true => match self.resident_for(srs, &shape)? {
                 Some(r) => r.bytes(),
                 None => {
@@ -303,6 +317,46 @@ impl GpuBackend {
             ),
         }
         Ok(bytes)
+    }
+
+    /// The registration of `srs`'s host points for copies straight from them
+    /// ([`HostRegistration`]), made by the first streamed prove or preload and attached to
+    /// the SRS (so every device shares it, and it ends before the points do). `None` when
+    /// it is turned off ([`GpuBackendConfig::register_streamed_srs`]), the points were released, or
+    /// registering failed (logged once; streaming then bounces through pinned buffers).
+    pub(super) fn registered(&self, srs: &Srs) -> Option<Arc<Registered>> {
+        if !self.cfg.register_streamed_srs || srs.is_released() {
+            return None;
+        }
+        let reg = srs.host_pins.get_or_attach(|| {
+            let t = Instant::now();
+            let spans = [
+                as_bytes(&srs.h),
+                as_bytes(&srs.l),
+                as_bytes(&srs.a),
+                as_bytes(&srs.b_g1),
+                as_bytes(&srs.b_g2),
+            ];
+            match self.dev.register_host(&spans) {
+                Ok(r) => {
+                    tracing::info!(
+                        gpu = self.dev.ordinal(),
+                        bytes = r.bytes(),
+                        ms = t.elapsed().as_millis() as u64,
+                        "streamed srs registered: chunks copied straight from its host points"
+                    );
+                    Registered(Some(r))
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        gpu = self.dev.ordinal(),
+                        "streamed srs not registered, chunks bounce through pinned buffers: {e}"
+                    );
+                    Registered(None)
+                }
+            }
+        });
+        reg.0.is_some().then_some(reg)
     }
 
     /// Frees the resident SRSs and recorded matrices not in use; returns the bytes released.

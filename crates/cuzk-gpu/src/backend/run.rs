@@ -121,7 +121,9 @@ impl GpuBackend {
         let sh = shared
             .as_mut()
             .ok_or_else(|| GpuError::Internal("shared scratch missing".into()))?;
-        if let Some([(_, bytes), _]) = plan.chunk_bufs {
+        // Bounce buffers only for a streamed SRS whose points are not registered.
+        let bounce = plan.chunk_bufs.filter(|_| self.registered(srs).is_none());
+        if let Some([(_, bytes), _]) = bounce {
             for pin in &mut sh.stream_pins {
                 if pin.as_ref().is_none_or(|p| p.len() < bytes) {
                     *pin = None;
@@ -303,6 +305,8 @@ impl GpuBackend {
         ready: Ready<'_>,
     ) -> Result<()> {
         let dev = &self.dev;
+        let registered = self.registered(srs);
+        let reg = registered.as_ref().and_then(|r| r.0.as_ref());
         for sum in &plan.sums {
             *stage = stage_of(sum.query);
             self.fault_at(*stage)?;
@@ -317,7 +321,7 @@ impl GpuBackend {
                 Query::BG2 => as_bytes(&srs.b_g2),
             };
             let sc = scalars.of(sum.query, sum.n)?;
-            enqueue_streamed(dev, sb, sum, host, &sc, results)?;
+            enqueue_streamed(dev, sb, sum, host, reg, &sc, results)?;
             timer.mark(*stage)?;
         }
         Ok(())

@@ -15,12 +15,50 @@ use crate::backend::plan::{ChunkOut, SumPlan};
 use crate::backend::residency::copy_parallel;
 use crate::device::arena::{DevRegion, Scratch};
 use crate::device::layout::FR_BYTES;
-use crate::device::pinned::PinnedBuf;
+use crate::device::pinned::{HostRegistration, PinnedBuf};
 use crate::device::upload::PinnedUpload;
 use crate::device::Device;
 use crate::error::{drv, GpuError, Result};
 use crate::ops::classify::{batch_add_enqueue, classify, gather_enqueue};
 use crate::ops::msm::{msm_enqueue_into, Group, MsmInput, Shape};
+
+/// [`enqueue_streamed`] from registered host memory: chunk j is copied into device buffer
+/// j % 2 once the sum of chunk j − 2 has read it (a stream wait, not a host one), and its
+/// sum waits for that copy. The upload scope returns once the last copies are done.
+#[allow(clippy::too_many_arguments)]
+fn enqueue_registered<'h>(
+    dev: &Device,
+    sb: &mut StreamBufs<'_>,
+    sum: &SumPlan,
+    reg: &HostRegistration,
+    part: &dyn Fn(usize) -> (usize, usize),
+    bytes: &dyn Fn(usize) -> &'h [u8],
+    scalars: &DevRegion<'_>,
+    results: &DevRegion<'_>,
+) -> Result<()> {
+    let copied = [dev.timing_event()?, dev.timing_event()?];
+    dev.upload_scope(|up| -> Result<()> {
+        for j in 0..sum.chunks {
+            let k = j % 2;
+            if sb.used[k] {
+                dev.copy_wait(&sb.consumed[k])?;
+            }
+            let src = bytes(j);
+            for (off, piece) in reg.split(src) {
+                up.upload(&sb.device[k].slice(off, piece.len())?, piece)?;
+            }
+            up.record(&copied[k])?;
+            dev.wait_on(&copied[k])?;
+            let (b, e) = part(j);
+            let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
+            let out = OutRegions::of(results, sum.chunk_out(j))?;
+            enqueue_chunk(dev, &sb.scratch, sum, &sb.device[k], &sc, e - b, &out)?;
+            dev.record(&sb.consumed[k])?;
+            sb.used[k] = true;
+        }
+        Ok(())
+    })?
+}
 
 /// The device regions of one chunk's results (see [`ChunkOut`]).
 pub struct OutRegions<'a> {
@@ -160,10 +198,13 @@ pub struct StreamBufs<'a> {
 }
 
 /// Enqueues `sum` with its bases in host memory (`host`, blst affine points) and the
-/// scalars on the device, its chunks' results into `results` at the plan's offsets. Chunk
-/// j + 1 is uploaded on the copy stream, and chunk j + 2 copied into pinned staging on the
-/// host, while chunk j is summed on the compute stream. The host waits only for uploads (a
-/// pinned buffer is refilled once its copy is done), never for a sum.
+/// scalars on the device, its chunks' results into `results` at the plan's offsets. With
+/// `host` registered (`reg`), each chunk is copied straight from it on the copy stream,
+/// after the sum that last read its device buffer, and everything is enqueued without a
+/// host wait until the last copies. Otherwise chunk j + 1 is uploaded on the copy stream,
+/// and chunk j + 2 copied into pinned staging on the host, while chunk j is summed on the
+/// compute stream; the host waits only for uploads (a pinned buffer is refilled once its
+/// copy is done), never for a sum.
 ///
 /// # Errors
 /// [`GpuError::Input`] for buffers too small; arena or driver errors. Every upload is done
@@ -173,6 +214,7 @@ pub fn enqueue_streamed(
     sb: &mut StreamBufs<'_>,
     sum: &SumPlan,
     host: &[u8],
+    reg: Option<&HostRegistration>,
     scalars: &DevRegion<'_>,
     results: &DevRegion<'_>,
 ) -> Result<()> {
@@ -197,6 +239,9 @@ pub fn enqueue_streamed(
         let (b, e) = part(j);
         &host[b * pb..e * pb]
     };
+    if let Some(reg) = reg {
+        return enqueue_registered(dev, sb, sum, reg, &part, &bytes, scalars, results);
+    }
     let mut pins = [sb.pinned[0].take(), sb.pinned[1].take()];
     let mut flight: [Option<PinnedUpload>; 2] = [None, None];
     let r = (|| -> Result<()> {

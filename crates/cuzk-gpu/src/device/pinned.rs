@@ -159,3 +159,150 @@ impl Drop for PinnedBuf {
         }
     }
 }
+
+/// Host memory page-locked where it lies (`cuMemHostRegister`, portable to every
+/// context): copies from it run as DMA at PCIe rate, with no pass through a pinned bounce
+/// buffer and no host thread copying. For the host points of a streamed SRS, registered
+/// once (registering per call stalls the driver: ../shared/lessons.md) and attached to the
+/// `Srs` (`Srs::host_pins`), which drops it before the points. Each span is registered
+/// over the whole pages inside it (never a page it shares with other memory); a copy of
+/// bytes that reach past them copies those few bytes apart ([`HostRegistration::split`]).
+/// The registration ends on drop.
+pub struct HostRegistration {
+    dev: Arc<Device>,
+    /// The page ranges registered: (first byte, one past the last).
+    ranges: Vec<(usize, usize)>,
+}
+
+/// The page size the registrations round to.
+const PAGE: usize = 4096;
+
+impl Device {
+    /// Page-locks the whole pages inside each of `spans` for copies to the devices (see
+    /// [`HostRegistration`]). Spans without a whole page are skipped.
+    ///
+    /// # Errors
+    /// Driver errors (out of lockable memory, pages already registered); what was
+    /// registered before the failure is unregistered.
+    pub fn register_host(self: &Arc<Self>, spans: &[&[u8]]) -> Result<HostRegistration> {
+        self.bind()?;
+        let mut reg = HostRegistration {
+            dev: self.clone(),
+            ranges: Vec::new(),
+        };
+        for s in spans {
+            let (b, e) = (s.as_ptr() as usize, s.as_ptr() as usize + s.len());
+            let (start, end) = (b.div_ceil(PAGE) * PAGE, e / PAGE * PAGE);
+            if end <= start {
+                continue;
+            }
+            // SAFETY: [start, end) lies inside `s`, mapped memory the caller borrows.
+            // Registering only pins those pages and lets devices read them; it writes
+            // nothing. A registration that outlived the memory would keep pages pinned and
+            // let a copy read stale bytes, never write host memory; `Srs::host_pins` drops
+            // it before the points.
+            let r = unsafe {
+                cudarc::driver::sys::cuMemHostRegister_v2(
+                    start as *mut std::ffi::c_void,
+                    end - start,
+                    cudarc::driver::sys::CU_MEMHOSTREGISTER_PORTABLE,
+                )
+            };
+            drv(
+                self.ordinal(),
+                || format!("register {} host bytes", end - start),
+                r.result(),
+            )?;
+            reg.ranges.push((start, end));
+        }
+        Ok(reg)
+    }
+}
+
+impl HostRegistration {
+    /// `bytes` cut where a registered range begins and ends, as (offset in `bytes`,
+    /// piece): the registered middle, and before and after it the bytes outside (at most
+    /// a page each when `bytes` lies in a registered span; all of `bytes` when it meets
+    /// none).
+    pub fn split<'a>(&self, bytes: &'a [u8]) -> impl Iterator<Item = (usize, &'a [u8])> {
+        split_at_ranges(&self.ranges, bytes)
+    }
+
+    /// Bytes registered.
+    pub fn bytes(&self) -> u64 {
+        self.ranges.iter().map(|(b, e)| (e - b) as u64).sum()
+    }
+}
+
+/// [`HostRegistration::split`] over the address ranges `ranges`.
+fn split_at_ranges<'a>(
+    ranges: &[(usize, usize)],
+    bytes: &'a [u8],
+) -> impl Iterator<Item = (usize, &'a [u8])> {
+    let (b, e) = (
+        bytes.as_ptr() as usize,
+        bytes.as_ptr() as usize + bytes.len(),
+    );
+    let (mid_b, mid_e) = ranges
+        .iter()
+        .map(|&(rb, re)| (rb.max(b), re.min(e)))
+        .find(|&(mb, me)| mb < me)
+        .map_or((bytes.len(), bytes.len()), |(mb, me)| (mb - b, me - b));
+    [(0, mid_b), (mid_b, mid_e), (mid_e, bytes.len())]
+        .into_iter()
+        .filter(|(from, to)| from < to)
+        .map(move |(from, to)| (from, &bytes[from..to]))
+}
+
+impl Drop for HostRegistration {
+    fn drop(&mut self) {
+        let _ = self.dev.bind();
+        for &(start, _) in &self.ranges {
+            // SAFETY: `start` was registered by `register_host` and not unregistered since.
+            let r =
+                unsafe { cudarc::driver::sys::cuMemHostUnregister(start as *mut std::ffi::c_void) };
+            if let Err(e) = r.result() {
+                tracing::warn!(
+                    gpu = self.dev.ordinal(),
+                    "host memory not unregistered: {e}"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pieces of a split tile the bytes in order: outside, registered, outside.
+    #[test]
+    fn a_split_tiles_the_bytes_at_the_registered_pages() {
+        let buf = vec![7u8; 5 * PAGE];
+        let (b, e) = (buf.as_ptr() as usize, buf.as_ptr() as usize + buf.len());
+        let range = (b.div_ceil(PAGE) * PAGE, e / PAGE * PAGE);
+        let cut = |bytes: &[u8], ranges: &[(usize, usize)]| -> Vec<(usize, usize)> {
+            let pieces: Vec<_> = split_at_ranges(ranges, bytes).collect();
+            let mut next = 0;
+            for (off, p) in &pieces {
+                assert_eq!(*off, next, "in order, no gap");
+                assert_eq!(p.as_ptr() as usize, bytes.as_ptr() as usize + off);
+                next += p.len();
+            }
+            assert_eq!(next, bytes.len());
+            pieces.iter().map(|(o, p)| (*o, p.len())).collect()
+        };
+        let head = range.0 - b;
+        let mid = range.1 - range.0;
+        assert_eq!(cut(&buf, &[range]), {
+            let mut v = vec![(0, head), (head, mid), (head + mid, buf.len() - head - mid)];
+            v.retain(|&(_, len)| len > 0);
+            v
+        });
+        // Inside the registered pages: one piece; outside every range: one piece.
+        let inner = &buf[head + 1..head + PAGE];
+        assert_eq!(cut(inner, &[range]), [(0, PAGE - 1)]);
+        assert_eq!(cut(&buf, &[]), [(0, buf.len())]);
+        assert_eq!(cut(&buf[..0], &[range]), []);
+    }
+}

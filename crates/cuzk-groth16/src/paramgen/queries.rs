@@ -232,6 +232,7 @@ pub(super) fn finish(
         "parameters generated"
     );
     let srs = Srs {
+        host_pins: Default::default(),
         path: out.map(Path::to_path_buf).unwrap_or_default(),
         vk,
         h,

@@ -166,6 +166,7 @@ pub fn bellperson_params(circuit: &TestCircuit, seed: u64) -> Parameters<Bls12> 
 /// Our resident SRS holding the same points as bellperson's in-memory parameters.
 pub fn srs_from_params(params: &Parameters<Bls12>) -> Srs {
     Srs {
+        host_pins: Default::default(),
         path: PathBuf::from("<bellperson in memory>"),
         vk: params.vk.clone(),
         h: params.h.to_vec(),

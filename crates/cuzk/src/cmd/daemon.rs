@@ -147,6 +147,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         msm_window_bits: cfg.gpu.msm_window_bits,
         profile: cfg.gpu.profile,
         nvrtc_options: cfg.gpu.nvrtc_options.clone(),
+        // Only `CUZK_GPU_REGISTER=0` turns it off, for measuring it.
+        no_host_registration: false,
     };
     if !tuning.with_env().install() {
         tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");
