@@ -11,6 +11,7 @@
 # folder twice to measure one build). The SupraSeal C2 baseline is used when
 # $SUPRASEAL_BIN (default .carry/cuzk-supraseal-bench, built by bench/supraseal/build.sh)
 # is executable. Parts, each sized to fit one 600 s device call:
+#   gputests  NEW only: GPU name and driver, the GPU test binaries
 #   checks    GPU name and driver; per binary: the GPU tests, the NTT checks against the
 #             CPU to 2^16, the MSM checks in G1 and G2
 #   backend   per binary, alternating: resident and streamed proves at 2^20, 2^22, 2^24
@@ -123,6 +124,17 @@ fake_request_32g() {
   t "fake 32 GiB PoRep request (its proofs cannot verify)"
   [ -f "$FAKE32" ] || timeout -k 10 120 "$1" gen request --kind porep --sector-size 32GiB --fake \
     --seed 1 --out "$FAKE32" 2>&1 | tail -2 | cut -c1-600
+}
+
+# The GPU test binaries of NEW only (the first lines of `checks`, without its NTT and MSM
+# sweeps): for a device call that also measures.
+part_gputests() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  for tests in gpu budget sparse; do
+    [ -x "$NEW/${tests}_tests" ] || continue
+    t "new ($(commit "$NEW")): $tests tests"
+    timeout -k 10 150 "$NEW/${tests}_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
+  done
 }
 
 part_checks() {
@@ -253,7 +265,7 @@ part_batch32() {
 # Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
 # the budget, the mode chosen, the SRS host copy released.
 quiet_small() {
-  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|proving mode|host copy|recorded at preload/)'
+  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|proving mode|host copy|recorded at preload|registered|into the staging/)'
 }
 
 # Another process holds all but SMALL_KEEP GiB of the card (default "24 16": an RTX
@@ -387,6 +399,7 @@ EOF
 for part in "$@"; do
   case $part in
     checks) part_checks ;;
+    gputests) part_gputests ;;
     backend) part_backend ;;
     h2h-old) part_h2h "$OLD" ;;
     h2h-new) part_h2h "$NEW" ;;
@@ -400,7 +413,7 @@ for part in "$@"; do
     load2k) part_load2k ;;
     wpost32) part_wpost32 ;;
     table) ;;
-    *) echo "unknown part $part (checks, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, sector512, load2k, wpost32, table)"; exit 2 ;;
+    *) echo "unknown part $part (checks, gputests, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, sector512, load2k, wpost32, table)"; exit 2 ;;
   esac
 done
 t table
