@@ -6,8 +6,11 @@
 #
 #   bash bench/readme_check.sh
 #
-# The clone and its cache live in target/readme-check/; the clone builds into this
-# checkout's target dir (CARGO_TARGET_DIR, to skip a cold build). Exit 0 when all match.
+# The clone and its cache live in target/readme-check/; the clone builds into a target
+# dir of its own, target/readme-build (kept, so a second check is warm). Not this
+# checkout's target dir: cargo keys path crates by their place in the workspace, so the
+# clone's build would take over this checkout's fingerprints, and a later build here
+# would call itself fresh while holding the clone's code. Exit 0 when all match.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$repo/target/readme-check"
@@ -25,7 +28,7 @@ awk -v cmd="    $cmd" '$0 == cmd { seen = 1 } seen && /^```text$/ { on = 1; next
 
 echo "readme_check: running '$cmd' in $work/clone ($(git -C "$work/clone" log --format=%h -1))"
 start=$(date +%s)
-(cd "$work/clone" && env CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}" \
+(cd "$work/clone" && env CARGO_TARGET_DIR="$repo/target/readme-build" \
   XDG_CACHE_HOME="$work/cache" bash -c "$cmd") >"$work/stdout" 2>"$work/stderr" || {
   echo "readme_check: the command failed; stderr:" >&2
   tail -n 20 "$work/stderr" >&2

@@ -61,7 +61,15 @@ if [ "${1:-}" = build ]; then
     src=$(mktemp -d /tmp/cuzk-rev.XXXX)
     git worktree add --detach "$src" "$rev" >/dev/null
   fi
-  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+  # A revision's worktree builds into a target dir of its own: cargo keys path crates by
+  # their place in the workspace, so sharing this checkout's would let the worktree's
+  # build take over its fingerprints (a later build here would be "fresh" with the
+  # worktree's code).
+  if [ -n "$rev" ]; then
+    export CARGO_TARGET_DIR=$PWD/target/rev-build
+  else
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+  fi
   (cd "$src" && cargo build --release --locked -p cuzk) || exit 1
   cp "$CARGO_TARGET_DIR/release/cuzk" "$dir/cuzk"
   for t in gpu budget sparse; do
