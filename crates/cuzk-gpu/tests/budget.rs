@@ -179,3 +179,69 @@ fn a_released_srs_proves_only_where_it_is_resident() {
         "{err:?}"
     );
 }
+
+// Two workers on one slot stage ahead of it (`ahead.rs`): calls from two threads at once,
+// deferred assignments whose a, b, c the host evaluates into the stagings, in a lean slot
+// and in a full one, every prove equal to the CPU's. See: #26.
+#[test]
+fn two_workers_on_one_slot_stage_ahead_and_prove_what_the_cpu_proves() {
+    use cuzk_groth16::recorded::R1cs;
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let chunk = 1_000;
+    let c = SyntheticCircuit::with_log_n(13, seed, SyntheticShape::default()).expect("circuit");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
+    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+    let r1cs = Arc::new(R1cs::record(c).expect("records"));
+    let asgs: Vec<Assignment> = (0..4u64)
+        .map(|w| r1cs.assign_deferred(c.with_witness_seed(seed ^ (w + 3))))
+        .collect::<Result<_, _>>()
+        .expect("assigns");
+    let cpu: Vec<_> = asgs
+        .iter()
+        .map(|a| {
+            CpuBackend::new()
+                .compute(a, &srs, &mut ProveReport::default())
+                .expect("cpu")
+        })
+        .collect();
+    let streamed = |budget| {
+        GpuBackend::with_config(
+            dev.clone(),
+            GpuBackendConfig {
+                vram_budget_bytes: Some(budget),
+                stream_chunk_points: chunk,
+                residency: cuzk_gpu::Residency::Streamed,
+                ..GpuBackendConfig::default()
+            },
+        )
+    };
+    let costs = streamed(u64::MAX).costs_of(&srs);
+    for (lean, budget) in [
+        (true, costs.plan_streamed + costs.slot_lean),
+        (false, costs.plan_streamed + costs.slot_full),
+    ] {
+        let b = streamed(budget);
+        std::thread::scope(|s| {
+            for t in 0..2 {
+                let (b, asgs, cpu, srs) = (&b, &asgs, &cpu, &srs);
+                s.spawn(move || {
+                    for i in (t..asgs.len()).step_by(2) {
+                        let gpu = b
+                            .compute(&asgs[i], srs, &mut ProveReport::default())
+                            .unwrap_or_else(|e| panic!("seed {seed} lean {lean} #{i}: {e}"));
+                        assert!(gpu == cpu[i], "seed {seed} lean {lean} #{i}: sums differ");
+                    }
+                });
+            }
+        });
+        let fit = b.chosen_fit().expect("a mode was chosen");
+        assert!(
+            fit.workers == 1 && fit.lean == lean && !fit.srs_resident,
+            "{fit:?} under {budget}"
+        );
+        assert!(b.vram_used_bytes() <= b.vram_budget_bytes());
+        assert_eq!(b.slots_made(), 1);
+    }
+}

@@ -21,6 +21,7 @@
 //! SRS that does not fit the VRAM budget is streamed from host memory through pinned
 //! staging instead ([`crate::backend::sums::enqueue_streamed`]).
 
+mod ahead;
 pub mod budget;
 mod fit;
 pub mod matrices;
@@ -146,6 +147,8 @@ pub struct GpuBackend {
     /// Whether a prove has said that it evaluates a, b, c on the host (said once: every
     /// prove of the mode does).
     host_products_logged: AtomicBool,
+    /// The stagings of a mode with one slot and more workers (`ahead.rs`).
+    ahead: ahead::Ahead,
 }
 
 /// The arena of the prove plans (NTT tables, scratch, results) all workers share under the
@@ -192,6 +195,7 @@ impl GpuBackend {
             budget: std::sync::OnceLock::new(),
             fit: Mutex::new(None),
             host_products_logged: AtomicBool::new(false),
+            ahead: ahead::Ahead::default(),
         }
     }
 
@@ -291,7 +295,13 @@ impl GpuBackend {
         // prove that needs more re-makes them as before. Without room they are made by
         // the first proves instead.
         let t = std::time::Instant::now();
-        let staged_from = shape.staged_from(fit.srs_resident && !fit.lean);
+        let device_abc = fit.srs_resident && !fit.lean;
+        let ahead = self.stages_ahead(fit.workers);
+        // A slot fed by stagings ahead of it holds none itself.
+        let staged_from = match ahead {
+            true => shape.bytes(),
+            false => shape.staged_from(device_abc),
+        };
         let slot_bytes = shape.device_bytes(fit.lean);
         let made = self
             .check_budget(
@@ -301,6 +311,10 @@ impl GpuBackend {
             .and_then(|()| {
                 self.slots
                     .reserve(&self.dev, &self.pinned, &shape, staged_from, slot_bytes)
+            })
+            .and_then(|made| match ahead {
+                true => self.reserve_ahead(&shape, !device_abc).map(|()| made),
+                false => Ok(made),
             });
         match made {
             Ok(0) => {}

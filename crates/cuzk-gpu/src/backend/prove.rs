@@ -86,6 +86,9 @@ impl GpuBackend {
         report: &mut ProveReport,
         stage: &mut ProveStage,
     ) -> Result<MsmOutputs> {
+        if self.stages_ahead(self.fit(srs, shape)?.workers) {
+            return self.compute_ahead(asg, shape, srs, matrices, report, stage);
+        }
         let dev = &self.dev;
         let shape = *shape;
         let call_start = Instant::now();

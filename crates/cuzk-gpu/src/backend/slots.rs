@@ -112,10 +112,11 @@ impl SlotShape {
     }
 }
 
-/// One worker's buffers.
+/// One worker's buffers: its device memory and, unless the backend stages ahead of the
+/// slot (`ahead.rs`), its pinned staging.
 pub struct Slot {
     arena: VramArena,
-    staging: PinnedBuf,
+    staging: Option<PinnedBuf>,
 }
 
 impl Slot {
@@ -126,12 +127,27 @@ impl Slot {
         host_bytes: usize,
     ) -> Result<Slot> {
         let arena = VramArena::new(dev.clone(), bytes)?;
-        let staging = pinned.take(host_bytes)?;
+        let staging = match host_bytes {
+            0 => None,
+            n => Some(pinned.take(n)?),
+        };
         Ok(Slot { arena, staging })
     }
 
+    fn staging_len(&self) -> usize {
+        self.staging.as_ref().map_or(0, PinnedBuf::len)
+    }
+
     fn fits(&self, bytes: usize, host_bytes: usize) -> bool {
-        self.arena.size() >= bytes && self.staging.len() >= host_bytes
+        self.arena.size() >= bytes && self.staging_len() >= host_bytes
+    }
+
+    /// The whole device range `shape` uses (lean or not: [`SlotShape::device_bytes`]).
+    ///
+    /// # Errors
+    /// As [`VramArena::region`].
+    pub fn device_range(&self, shape: &SlotShape, lean: bool) -> Result<DevRegion<'_>> {
+        self.arena.region(0, shape.device_bytes(lean))
     }
 
     /// The whole device range `shape` uses (lean or not: [`SlotShape::device_bytes`]) and
@@ -150,7 +166,10 @@ impl Slot {
     ) -> Result<(DevRegion<'_>, &mut [u8])> {
         let region = self.arena.region(0, shape.device_bytes(lean))?;
         let host = shape.bytes().saturating_sub(staged_from);
-        let staging = self.staging.as_mut_slice()?;
+        let staging = match self.staging.as_mut() {
+            Some(s) => s.as_mut_slice()?,
+            None => &mut [],
+        };
         let staging = staging.get_mut(..host).ok_or_else(|| {
             crate::GpuError::Internal("slot staging smaller than its layout".into())
         })?;
@@ -337,7 +356,7 @@ impl SlotPool {
                 tracing::info!(
                     gpu = dev.ordinal(),
                     old_bytes = s.arena.size(),
-                    old_host_bytes = s.staging.len(),
+                    old_host_bytes = s.staging_len(),
                     bytes,
                     host_bytes,
                     "slot re-made for a larger shape"

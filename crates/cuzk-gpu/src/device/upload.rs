@@ -116,6 +116,57 @@ impl Device {
         })
     }
 
+    /// Enqueues copies of ranges of `buf` on the copy stream, in order: each `(dst, range,
+    /// after)` copies `buf[range]` into `dst` and then records `after` when given (for a
+    /// stream to wait on before it reads `dst`). The buffer travels with the returned
+    /// ticket until the last copy is done, like [`Device::upload_pinned`].
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] for a range outside the buffer or larger than its region;
+    /// driver errors (the buffer is then dropped once nothing can read it).
+    pub fn upload_pinned_ranges(
+        &self,
+        buf: PinnedBuf,
+        copies: &[(DevRegion<'_>, std::ops::Range<usize>, Option<&CudaEvent>)],
+    ) -> Result<PinnedUpload> {
+        if let Some((_, r, _)) = copies
+            .iter()
+            .find(|(_, r, _)| r.end > buf.len() || r.start > r.end)
+        {
+            return Err(GpuError::Input(format!(
+                "upload of bytes {r:?} from a {}-byte pinned buffer",
+                buf.len()
+            )));
+        }
+        let done = self.timing_event()?;
+        let bytes = buf.as_slice()?;
+        // SAFETY: as in `upload_pinned`: `buf` moves into the returned ticket, which waits
+        // for `done` (recorded after the last copy) before it hands the buffer back or
+        // drops it; on the error paths the copy stream is drained first, and the buffer
+        // leaked if that fails.
+        let r = copies.iter().try_for_each(|(dst, range, after)| {
+            unsafe {
+                self.enqueue_upload(dst, &bytes[range.clone()], &self.copy, " on copy stream")
+            }?;
+            match after {
+                Some(ev) => self.record_on_copy(ev),
+                None => Ok(()),
+            }
+        });
+        let recorded = r.and_then(|()| self.record_on_copy(&done));
+        if let Err(e) = recorded {
+            if self.copy.synchronize().is_err() {
+                std::mem::forget(buf);
+            }
+            return Err(e);
+        }
+        Ok(PinnedUpload {
+            buf: Some(buf),
+            done,
+            ordinal: self.ordinal,
+        })
+    }
+
     /// Checks that `src` fits `dst`, binds the context and enqueues the copy on `stream`.
     ///
     /// # Safety

@@ -1,0 +1,357 @@
+//! One device slot fed by two calls (issue #26). When the budget admits a single worker
+//! slot (a streamed SRS on a 16 or 24 GiB card) but more than one worker calls, a call
+//! stages ahead of the slot: it fills a, b, c (evaluated from the recording when the
+//! matrices are not on the device: seconds at 2^27) and the witness vectors into two
+//! pinned [`Staging`] buffers of the backend while the previous call's kernels run, and
+//! takes the slot only to enqueue the copies and its kernels. Each staging goes back to
+//! the next call with its copies still in flight: a, b, c as soon as they are enqueued,
+//! the witness once it went up (in a lean slot after the H sum has read the quotient), and
+//! the next taker waits for those copies. The two stagings together are the size of the
+//! one a slot would hold, so staging ahead costs no host memory.
+
+use std::time::{Duration, Instant};
+
+use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTimes};
+use parking_lot::{Condvar, Mutex};
+
+use super::matrices::ResidentMatrices;
+use super::prepare::{fill_batched, pieces_within, staging_pieces};
+use super::slots::{SlotShape, SlotVec, SlotVecs};
+use super::GpuBackend;
+use crate::device::arena::DevRegion;
+use crate::device::pinned::{PinnedBuf, PinnedPool};
+use crate::device::upload::PinnedUpload;
+use crate::device::Device;
+use crate::error::Result;
+
+/// A pinned staging buffer handed from one call to the next.
+pub(super) struct Staging {
+    /// `None` while a call holds it.
+    state: Mutex<Option<Held>>,
+    returned: Condvar,
+}
+
+impl Default for Staging {
+    fn default() -> Staging {
+        Staging {
+            state: Mutex::new(Some(Held::Empty)),
+            returned: Condvar::new(),
+        }
+    }
+}
+
+enum Held {
+    /// Not made yet (or lost to a failed copy).
+    Empty,
+    Free(PinnedBuf),
+    /// Given back with its copies in flight.
+    InFlight(PinnedUpload),
+}
+
+/// A [`Staging`] held by one call; it goes back on drop, or with its copies in flight by
+/// [`StagingGuard::send`].
+pub(super) struct StagingGuard<'s> {
+    staging: &'s Staging,
+    buf: Option<PinnedBuf>,
+    /// Set once [`StagingGuard::send`] put the staging back.
+    sent: bool,
+}
+
+impl Staging {
+    /// Holds the buffer, at least `bytes` long: waits while another call holds it, then
+    /// for the copies it was given back with; makes it (from `pinned`) when there is none
+    /// or it is too small.
+    ///
+    /// # Errors
+    /// Allocation errors (pinned memory).
+    pub(super) fn take(
+        &self,
+        pinned: &std::sync::Arc<PinnedPool>,
+        bytes: usize,
+    ) -> Result<StagingGuard<'_>> {
+        let held = {
+            let mut st = self.state.lock();
+            loop {
+                if let Some(h) = st.take() {
+                    break h;
+                }
+                self.returned.wait(&mut st);
+            }
+        };
+        // From here the guard puts the staging back on every path (also when making a
+        // buffer fails: then as not made).
+        let mut guard = StagingGuard {
+            staging: self,
+            buf: None,
+            sent: false,
+        };
+        let buf = match held {
+            Held::Free(b) => Some(b),
+            // A failed wait leaks the buffer (a copy may still read it): make another.
+            Held::InFlight(t) => t.wait().ok(),
+            Held::Empty => None,
+        };
+        guard.buf = match buf {
+            Some(b) if b.len() >= bytes => Some(b),
+            _ => Some(pinned.take(bytes)?),
+        };
+        Ok(guard)
+    }
+
+    /// Makes the buffer now, `bytes` long, if it is not made (at preload).
+    ///
+    /// # Errors
+    /// Allocation errors.
+    pub(super) fn reserve(&self, pinned: &std::sync::Arc<PinnedPool>, bytes: usize) -> Result<()> {
+        self.take(pinned, bytes).map(drop)
+    }
+
+    fn put(&self, h: Held) {
+        *self.state.lock() = Some(h);
+        self.returned.notify_one();
+    }
+}
+
+impl StagingGuard<'_> {
+    /// The buffer's bytes.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub(super) fn bytes(&mut self) -> Result<&mut [u8]> {
+        match self.buf.as_mut() {
+            Some(b) => b.as_mut_slice(),
+            None => Ok(&mut []),
+        }
+    }
+
+    /// Gives the buffer back with the copies `upload` enqueues from it in flight: the next
+    /// taker waits for them.
+    ///
+    /// # Errors
+    /// `upload`'s errors (the buffer is then lost, and the next taker makes another).
+    pub(super) fn send(
+        mut self,
+        upload: impl FnOnce(PinnedBuf) -> Result<PinnedUpload>,
+    ) -> Result<()> {
+        let Some(buf) = self.buf.take() else {
+            return Ok(());
+        };
+        self.sent = true;
+        match upload(buf) {
+            Ok(ticket) => {
+                self.staging.put(Held::InFlight(ticket));
+                Ok(())
+            }
+            Err(e) => {
+                self.staging.put(Held::Empty);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for StagingGuard<'_> {
+    fn drop(&mut self) {
+        // `send` put the staging back itself.
+        if !self.sent {
+            self.staging
+                .put(self.buf.take().map_or(Held::Empty, Held::Free));
+        }
+    }
+}
+
+/// The two stagings of a backend that stages ahead of its one slot.
+#[derive(Default)]
+pub(super) struct Ahead {
+    /// a, b, c (the layout's bytes up to the L scalars).
+    pub(super) abc: Staging,
+    /// The witness vectors (from the L scalars on).
+    pub(super) witness: Staging,
+}
+
+/// The layout's part boundaries: a, b, c, the witness vectors, the end.
+fn bounds(shape: &SlotShape) -> [usize; 5] {
+    let (lay, total) = shape.layout();
+    [
+        0,
+        lay[SlotVec::B as usize].0,
+        lay[SlotVec::C as usize].0,
+        lay[SlotVec::L as usize].0,
+        total,
+    ]
+}
+
+impl GpuBackend {
+    /// Whether compute calls of this mode stage ahead of the slot: one slot, and more
+    /// than one worker to feed it.
+    pub(super) fn stages_ahead(&self, workers_fitted: usize) -> bool {
+        workers_fitted == 1 && self.cfg.workers > 1
+    }
+
+    /// Makes the two stagings for partitions of `shape`; `abc`: the host fills a, b, c
+    /// too.
+    ///
+    /// # Errors
+    /// Allocation errors.
+    pub(super) fn reserve_ahead(&self, shape: &SlotShape, abc: bool) -> Result<()> {
+        let b = bounds(shape);
+        if abc {
+            self.ahead.abc.reserve(&self.pinned, b[3])?;
+        }
+        self.ahead.witness.reserve(&self.pinned, b[4] - b[3])
+    }
+
+    /// One compute call staged ahead of the slot (module docs).
+    pub(super) fn compute_ahead(
+        &self,
+        asg: &Assignment,
+        shape: &SlotShape,
+        srs: &Srs,
+        matrices: Option<&ResidentMatrices>,
+        report: &mut ProveReport,
+        stage: &mut ProveStage,
+    ) -> Result<MsmOutputs> {
+        let dev = &self.dev;
+        let shape = *shape;
+        let call_start = Instant::now();
+        *stage = ProveStage::Prepare;
+        let t = Instant::now();
+        self.fault_at(ProveStage::Prepare)?;
+        let lean = self.fit(srs, &shape)?.lean && matrices.is_none();
+        let b = bounds(&shape);
+        let pieces = staging_pieces(&shape, asg);
+        report.push(ProveStage::Prepare, t.elapsed());
+
+        *stage = ProveStage::Srs;
+        let t = Instant::now();
+        let resident = self.resident_for(srs, &shape)?;
+        report.push(ProveStage::Srs, t.elapsed());
+
+        // Filled while the slot's previous call runs: a, b, c (unless the device computes
+        // them from the matrices), then the witness vectors. Each part in one parallel
+        // pass; nothing is copied yet.
+        *stage = ProveStage::Upload;
+        self.fault_at(ProveStage::Upload)?;
+        let t = Instant::now();
+        let fill = |g: &mut StagingGuard<'_>, range: std::ops::Range<usize>| -> Result<()> {
+            let mine = pieces_within(&pieces, &range);
+            let len = range.len();
+            fill_batched(&mut g.bytes()?[..len], range, mine, usize::MAX, |_, _| {
+                Ok(())
+            })
+        };
+        let mut abc = match matrices {
+            None => {
+                let mut g = self.ahead.abc.take(&self.pinned, b[3])?;
+                fill(&mut g, 0..b[3])?;
+                Some(g)
+            }
+            Some(_) => None,
+        };
+        let mut witness = self.ahead.witness.take(&self.pinned, b[4] - b[3])?;
+        fill(&mut witness, b[3]..b[4])?;
+        report.push(ProveStage::Fill, t.elapsed());
+
+        // The slot, once the previous call is done with it, then the copies into it, each
+        // part's event recorded after it, then the token.
+        let wait_start = call_start.elapsed();
+        let t = Instant::now();
+        let slot_bytes = shape.device_bytes(lean);
+        if self.slots.unmade() > 0 {
+            self.check_budget("a worker slot", slot_bytes as u64)?;
+        }
+        let slot = self
+            .slots
+            .take(dev, &self.pinned, &shape, shape.bytes(), slot_bytes)?;
+        let used = slot.device_range(&shape, lean)?;
+        let vecs = SlotVecs::new(&used, &shape, lean)?;
+        let parts_done = [
+            dev.timing_event()?,
+            dev.timing_event()?,
+            dev.timing_event()?,
+            dev.timing_event()?,
+        ];
+        let e0 = dev.timing_event()?;
+        dev.record_on_copy(&e0)?;
+        match abc.take() {
+            Some(g) => {
+                let copies = (0..3)
+                    .map(|k| {
+                        let dst = used.slice(b[k], b[k + 1] - b[k])?;
+                        Ok((dst, b[k]..b[k + 1], Some(&parts_done[k])))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                g.send(|buf| dev.upload_pinned_ranges(buf, &copies))?;
+            }
+            None => parts_done[..3]
+                .iter()
+                .try_for_each(|e| dev.record_on_copy(e))?,
+        }
+        let witness_len = b[4] - b[3];
+        let witness_dst: DevRegion<'_> = used.slice(b[3] - shape.witness_at(lean), witness_len)?;
+        let send_witness = |g: StagingGuard<'_>| {
+            let copies = [(witness_dst, 0..witness_len, Some(&parts_done[3]))];
+            g.send(|buf| dev.upload_pinned_ranges(buf, &copies))
+        };
+        let mut witness = Some(witness);
+        if !lean {
+            if let Some(g) = witness.take() {
+                send_witness(g)?;
+            }
+        }
+        let token = self.token.acquire();
+        let wait = t.elapsed();
+        report.push(ProveStage::TokenWait, wait);
+
+        let held = Instant::now();
+        let mut shared = self.shared.lock();
+        // A lean slot's witness goes over a, b, c after the H sum (on the compute stream)
+        // has read the quotient, when the sums first need it.
+        let mut ready = |k: usize, d: &Device| -> Result<()> {
+            if k == 3 {
+                if let Some(g) = witness.take() {
+                    let h_read = dev.timing_event()?;
+                    dev.record(&h_read)?;
+                    dev.copy_wait(&h_read)?;
+                    send_witness(g)?;
+                }
+            }
+            d.wait_on(&parts_done[k])
+        };
+        let out = self.kernels(
+            &mut shared,
+            &vecs,
+            &shape,
+            srs,
+            resident.as_deref(),
+            matrices,
+            report,
+            stage,
+            &mut ready,
+        );
+        let out = match out {
+            Ok(o) => dev.elapsed(&e0, &parts_done[3]).map(|device| {
+                report.push_device(ProveStage::Upload, Duration::ZERO, device);
+                o
+            }),
+            Err(e) => {
+                // Queued kernels and copies may still use the slot and the scratch: let
+                // them drain before the slot goes back and the token passes on.
+                let _ = dev.sync_compute();
+                if let Some(lane) = self.lane.get() {
+                    let _ = lane.sync_compute();
+                }
+                Err(e)
+            }
+        };
+        report.token = Some(TokenTimes {
+            wait_start,
+            wait,
+            held: held.elapsed(),
+        });
+        drop(shared);
+        drop(token);
+        drop(slot);
+        out
+    }
+}
