@@ -535,7 +535,8 @@ impl GpuBackend {
                 + self.still_to_make(shape, srs);
             let budget = self.vram_budget_bytes().saturating_sub(others);
             let fits = self.matrices.make_room(&self.dev, need, budget);
-            if !fits {
+            // Said until a prove has said that it evaluates a, b, c on the host instead.
+            if !fits && !self.host_products_logged.load(Ordering::Relaxed) {
                 tracing::info!(
                     gpu = self.dev.ordinal(),
                     need,
