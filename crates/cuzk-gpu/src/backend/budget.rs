@@ -7,9 +7,10 @@
 //!
 //! [`choose_among`] is a pure function of the byte counts: for the first shape proved (or
 //! preloaded) it picks, in this order of preference, the SRS resident with every worker,
-//! resident with one worker, streamed with every worker, streamed with one worker, and a
-//! streamed SRS with one **lean** slot, whose witness vectors are uploaded over a, b, c
-//! once the H sum has read the quotient (`slots.rs`). Below that a partition of the shape
+//! resident with one worker, streamed with every worker, then streamed with one worker in
+//! a full slot or in a **lean** one, whose witness vectors are uploaded over a, b, c once
+//! the H sum has read the quotient (`slots.rs`), whichever fits with the larger chunk of
+//! streamed points (the full one on a tie). Below that a partition of the shape
 //! cannot be proved on the device, and the error names both figures. Recorded matrices
 //! (a, b, c on the device) are admitted later only into what the chosen mode leaves.
 
@@ -109,20 +110,31 @@ pub fn choose_among(
             chunk,
         }
     };
+    // The first that fits with any chunk (the largest it fits with).
+    let first = |resident: bool, workers: u64, lean: bool| {
+        options.iter().find_map(|(chunk, costs)| {
+            let fit = mode(costs, *chunk, resident, workers, lean);
+            (fit.bytes <= budget).then_some((fit, *costs))
+        })
+    };
     let order = [
         (true, max_workers, false),
         (true, 1, false),
         (false, max_workers, false),
-        (false, 1, false),
-        (false, 1, true),
     ];
-    for (resident, workers, lean) in order {
-        for (chunk, costs) in options {
-            let fit = mode(costs, *chunk, resident, workers, lean);
-            if fit.bytes <= budget {
-                return Ok((fit, *costs));
-            }
-        }
+    if let Some(found) = order.into_iter().find_map(|(r, w, l)| first(r, w, l)) {
+        return Ok(found);
+    }
+    // One streamed worker: a full slot, unless a lean one fits with larger chunks. With
+    // the next call staged ahead of the slot (`ahead.rs`) a lean slot costs only its
+    // witness upload after the H sum (0.19 s at 2^27), less than the chunk overhead of
+    // halving the chunk (24 GiB free: 3.22 s per partition in a full slot with 2^20-point
+    // chunks, 2.97 s at 16 GiB in a lean one with 2^21; docs/runs/2026-12-04.md).
+    match (first(false, 1, false), first(false, 1, true)) {
+        (Some(full), Some(lean)) if lean.0.chunk > full.0.chunk => return Ok(lean),
+        (Some(full), _) => return Ok(full),
+        (None, Some(lean)) => return Ok(lean),
+        (None, None) => {}
     }
     Err(options
         .iter()
@@ -228,9 +240,12 @@ mod tests {
             fit.to_string(),
             "srs streamed, 1 lean worker (2097152-point chunks)"
         );
-        // 23 GiB: a full slot with chunks of 2^21 beats a lean one with 2^22.
+        // 23 GiB: a lean slot with chunks of 2^22 beats a full one with 2^21; 24 GiB: a
+        // full one fits with 2^22 too and wins the tie.
         let (fit, _) = choose_among(&options, 23 * GIB, 2).expect("fits");
-        assert_eq!((fit.lean, fit.chunk), (false, 1 << 21));
+        assert_eq!((fit.lean, fit.chunk), (true, 1 << 22));
+        let (fit, _) = choose_among(&options, 25 * GIB, 2).expect("fits");
+        assert_eq!((fit.lean, fit.chunk), (false, 1 << 22));
         // A card too small even for the smallest chunk names what that needs.
         let least = choose_among(&options, 12 * GIB, 2).expect_err("too small");
         assert_eq!(least, options[2].1.plan_streamed + porep_32g().slot_lean);
