@@ -56,6 +56,10 @@ impl Engine {
         release_if_held(&self.shared, circuit_id, lease.srs());
         drop(lease);
         self.record_shape(circuit_id);
+        // What stays held from now on must leave the partitions room: say so when not.
+        if let Some(why) = self.shared.memory_ledger().overdrawn() {
+            warn!(circuit_id, "{why}");
+        }
         let elapsed = loaded.unwrap_or(Duration::ZERO) + t.elapsed();
         Ok((loaded.is_none(), elapsed))
     }

@@ -211,6 +211,30 @@ impl MemoryLedger {
             + self.device_compute_bytes
             + self.partitions_bytes
     }
+
+    /// What the items held for good (SRS host copies, recorded shapes, the devices'
+    /// staging) take beyond the whole budget, in words with each figure, or `None` when
+    /// they fit. Partitions then run one at a time and the process holds more than its
+    /// budget: on a host of 64 GiB, a 32 GiB PoRep SRS streamed to a 16 GiB card keeps
+    /// its 47.4 GB host copy beside the 7.3 GB shape and 22.3 GB of staging.
+    pub fn overdrawn(&self) -> Option<String> {
+        let fixed =
+            self.srs_bytes + self.recorded_bytes + self.pinned_bytes + self.device_compute_bytes;
+        let gb = |b: u64| b as f64 / 1e9;
+        (fixed > self.budget_bytes).then(|| {
+            format!(
+                "host memory budget overdrawn: SRS host copies {:.1} GB, recorded shapes {:.1} GB, \
+                 device staging {:.1} GB and device compute {:.1} GB hold {:.1} GB of a {:.1} GB budget; \
+                 partitions run one at a time and the process exceeds its budget",
+                gb(self.srs_bytes),
+                gb(self.recorded_bytes),
+                gb(self.pinned_bytes),
+                gb(self.device_compute_bytes),
+                gb(fixed),
+                gb(self.budget_bytes)
+            )
+        })
+    }
 }
 
 /// Host bytes reserved from the budget; returned (and waiters woken) on drop.
@@ -504,4 +528,35 @@ pub(crate) fn payload_digest(spec: &JobSpec) -> [u8; 32] {
     field(&r.comm_r_new);
     field(&r.comm_d_new);
     h.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryLedger;
+
+    const GIB: u64 = 1 << 30;
+
+    /// A 64 GiB host (its derived budget, 56 GiB) streaming a 32 GiB PoRep SRS to a 16 GiB
+    /// card is overdrawn before any partition, and says by what; the same items on a
+    /// 128 GiB host (112 GiB) are not.
+    #[test]
+    fn fixed_items_beyond_the_budget_are_named() {
+        let ledger = |budget_bytes| MemoryLedger {
+            budget_bytes,
+            srs_bytes: 47_373_896_256,
+            recorded_bytes: 7_342_529_920,
+            pinned_bytes: 22_300_000_000,
+            device_compute_bytes: 0,
+            partitions_bytes: 4 * GIB,
+        };
+        let why = ledger(56 * GIB).overdrawn().expect("overdrawn");
+        assert!(
+            why.contains("SRS host copies 47.4 GB")
+                && why.contains("recorded shapes 7.3 GB")
+                && why.contains("device staging 22.3 GB")
+                && why.contains("hold 77.0 GB of a 60.1 GB budget"),
+            "{why}"
+        );
+        assert_eq!(ledger(112 * GIB).overdrawn(), None);
+    }
 }
