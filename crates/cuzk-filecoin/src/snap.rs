@@ -30,11 +30,8 @@ type TreeRDomain = <TreeRHasher as filecoin_hashers::Hasher>::Domain;
 
 // The update circuit mirrored (`mirror`), given as a prefix and its challenges (`parts`)
 // whose prefix is walked once and replayed (`replay`).
-#[path = "snap_mirror.rs"]
 mod mirror;
-#[path = "snap_parts.rs"]
 mod parts;
-#[path = "snap_replay.rs"]
 mod replay;
 
 /// A SnapDeals update proof request for sectors of shape `Tree`, ready to prove.
@@ -92,7 +89,7 @@ pub enum MirrorCheck {
 }
 
 /// Checks partition `partition_idx` of a SnapDeals request's mirrored update circuit
-/// (`snap_parts.rs`, the circuit given as its challenges) against the update circuit
+/// (`snap/parts.rs`, the circuit given as its challenges) against the update circuit
 /// itself: `None` when they agree as `check` asks, else how they differ. For tests and
 /// benchmarks; parses as [`parse`] does.
 ///

@@ -547,7 +547,6 @@ fn next_id() -> u64 {
 }
 
 // Recording a shape from its prefix and one part: a child module, for the matrices' fields.
-#[path = "recorded_parts.rs"]
 mod parts;
 pub use parts::compare_recordings;
 pub(crate) use parts::record_from_parts;
@@ -559,10 +558,8 @@ pub use crate::shape_cache::{
 };
 
 // The recording constraint system: a child module, for the matrices' fields.
-#[path = "recorded_cs.rs"]
 mod cs;
 use cs::RecordingCs;
 
 #[cfg(test)]
-#[path = "recorded_tests.rs"]
 mod tests;

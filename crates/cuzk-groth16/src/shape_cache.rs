@@ -163,7 +163,7 @@ pub fn synthesize_cached<C: Circuit<Scalar> + Clone>(
 /// [`synthesize_cached`] for a circuit that is also given as its [`Parts`]: once the shape
 /// is recorded, later calls compute the witness part by part on the current rayon pool.
 /// The first call records the shape from the prefix and one part when the parts can give
-/// their prefix and are of one structure ([`R1cs::record_parts`], `recorded_parts.rs`), its
+/// their prefix and are of one structure ([`R1cs::record_parts`], `recorded/parts.rs`), its
 /// own witness already part by part; otherwise it records the whole circuit, finds the
 /// layout from two parts (the first and the last) and checks their values against the
 /// recording run's witness. A circuit whose parts do not split keeps the whole-circuit
@@ -211,7 +211,7 @@ fn cached<C: Circuit<Scalar> + Clone, P: Parts>(
     let recorded = cell.shape.get_or_init(|| {
         cell.recording.store(true, Ordering::Release);
         let t = std::time::Instant::now();
-        // From the prefix and one part where the parts allow it (`recorded_parts.rs`),
+        // From the prefix and one part where the parts allow it (`recorded/parts.rs`),
         // else the whole circuit.
         let from_parts = parts
             .filter(|_| path == CachedPath::Parts)

@@ -50,7 +50,7 @@ pub trait Parts: Sync {
 
     /// The shared prefix alone, as a circuit, when the caller can build one: it lets a
     /// shape be recorded from the prefix and one part instead of the whole circuit
-    /// (`recorded_parts.rs`). `None` (the default): record the whole circuit.
+    /// (`recorded/parts.rs`). `None` (the default): record the whole circuit.
     ///
     /// # Errors
     /// [`SynthesisError::Part`] when the prefix cannot be built.
@@ -439,7 +439,7 @@ mod tests {
     /// The toy's parts are not of one structure (part j's constant `j` sits in a
     /// coefficient): recording it from one part is refused, naming the last part, and the
     /// cache records it whole. (The synthetic circuit's parts are of one structure:
-    /// `recorded_parts.rs` tests those.)
+    /// `recorded/parts.rs` tests those.)
     #[test]
     fn parts_of_another_structure_are_not_recorded_from_one() {
         let err = R1cs::record_parts(&toy(1, 4)).expect_err("part 3 differs");

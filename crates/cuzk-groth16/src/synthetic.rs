@@ -300,7 +300,6 @@ enum Pieces {
 }
 
 // The circuit as its prefix and parts.
-#[path = "synthetic_parts.rs"]
 pub(crate) mod parts;
 pub use parts::SyntheticPart;
 
@@ -596,5 +595,4 @@ impl Generator {
 }
 
 #[cfg(test)]
-#[path = "synthetic_tests.rs"]
 mod tests;

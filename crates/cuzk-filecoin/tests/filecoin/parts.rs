@@ -125,7 +125,7 @@ fn recorded_layout(kind: FilecoinKind) -> cuzk_groth16::sublayout::SubLayout {
 }
 
 /// A SnapDeals partition through the mirrored update circuit's challenges
-/// (`snap_parts.rs`): after the first call records the update circuit, the witness is
+/// (`snap/parts.rs`): after the first call records the update circuit, the witness is
 /// computed challenge by challenge and is the plain one. See: #17.
 #[test]
 fn snap_deals_challenges_in_parallel_give_the_plain_assignment() {

@@ -185,7 +185,7 @@ fn window_post_2k_verifies_with_filecoin_proofs() {
 
 /// The engine's synthesis finds the update circuit's shape recorded (one synthesis here
 /// first) and computes the witness challenge by challenge from the mirrored circuit
-/// (`snap_parts.rs`): the proof still verifies. See: #17.
+/// (`snap/parts.rs`): the proof still verifies. See: #17.
 #[test]
 fn snap_deals_2k_verifies_with_filecoin_proofs() {
     let kind = FilecoinKind::SnapDeals;

@@ -6,7 +6,7 @@
 //! same), and each part's u_k(τ), v_k(τ), w_k(τ) come from that part's terms with rows
 //! and variables shifted into its ranges.
 //!
-//! The shift is the affine layout of `sublayout.rs` (`recorded_parts.rs` builds the
+//! The shift is the affine layout of `sublayout.rs` (`recorded/parts.rs` builds the
 //! prover's recording the same way): in part `j`'s own circuit (the prefix, then
 //! sub-circuit `j` alone) a variable below the prefix's count is the prefix's, one above
 //! it sits `j` strides further in the whole circuit; rows likewise. The recording here is

@@ -7,13 +7,13 @@
 //! challenge (86 at 32 GiB, 10 below 16 MiB), which reads the prefix's values only.
 //!
 //! The crate has no entry point per challenge and its gadgets module is private, so the
-//! top level is mirrored (`snap_mirror.rs`): [`UpdateMirror`] allocates and constrains
+//! top level is mirrored (`snap/mirror.rs`): [`UpdateMirror`] allocates and constrains
 //! exactly what the circuit does, in the same order, over the prefix and the challenges
 //! its [`Span`] names. Tests hold the mirror to the circuit: equal recordings and equal
 //! assignments at 2 KiB, equal counts at 512 MiB ([`walk_layout`]). The circuit itself
 //! stays what records a shape; the mirror computes witnesses. Owns [`UpdateParts`], the
 //! mirror, and the checks of the mirror against the circuit; the gadgets are in
-//! `snap_mirror.rs`.
+//! `snap/mirror.rs`.
 
 use std::sync::{Arc, OnceLock};
 
@@ -42,7 +42,7 @@ pub(crate) enum Span {
 }
 
 /// The update circuit `circuit`, mirrored, over `span`; with `replay`, the prefix is
-/// replayed from its values instead of walked (witness-only: `snap_replay.rs`).
+/// replayed from its values instead of walked (witness-only: `snap/replay.rs`).
 pub(crate) struct UpdateMirror<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> {
     pub(crate) circuit: &'a EmptySectorUpdateCircuit<Tree>,
     pub(crate) span: Span,
@@ -93,7 +93,7 @@ impl<'a, Tree: MerkleTreeTrait<Hasher = TreeRHasher>> Parts for UpdateParts<'a, 
     }
 
     /// The prefix replayed from the partition's one walk of it, then challenge `j`:
-    /// witness-only (`snap_replay.rs`).
+    /// witness-only (`snap/replay.rs`).
     fn witness_part(&self, j: usize) -> Result<Self::Part, cuzk_groth16::SynthesisError> {
         self.check_index(j)?;
         let prefix = self

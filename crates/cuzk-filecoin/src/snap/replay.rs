@@ -10,7 +10,7 @@
 //! indices the challenges read. The replayed constraints are placeholders: a replay is
 //! valid witness-only (the constraint system only counts constraints), which is what
 //! `Parts::witness_part` promises; `Parts::part` walks the prefix. Owns [`PrefixWitness`]
-//! and [`CaptureCs`]; the prefix itself is `snap_mirror.rs`'s.
+//! and [`CaptureCs`]; the prefix itself is `snap/mirror.rs`'s.
 
 use bellperson::gadgets::boolean::AllocatedBit;
 use bellperson::gadgets::num::AllocatedNum;

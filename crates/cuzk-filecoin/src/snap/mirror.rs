@@ -1,9 +1,9 @@
 //! The update circuit's top level (storage-proofs-update 19.1.0 `circuit.rs:341-745`),
-//! mirrored for `snap_parts.rs`: the prefix and one pass of the challenge loop, and the
+//! mirrored for `snap/parts.rs`: the prefix and one pass of the challenge loop, and the
 //! crate's private gadgets they call (`gadgets.rs:18-274`), each allocating and
 //! constraining exactly what the original does, in the same order. Where the original
 //! asserts on its input (a panic), the mirror returns `SynthesisError::Unsatisfiable`;
-//! `snap_parts.rs` checks the shapes first.
+//! `snap/parts.rs` checks the shapes first.
 
 use bellperson::gadgets::boolean::{field_into_allocated_bits_le, AllocatedBit, Boolean};
 use bellperson::gadgets::multipack::pack_bits;
