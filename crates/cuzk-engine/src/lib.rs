@@ -36,7 +36,6 @@ mod state;
 pub mod status;
 pub mod synthetic;
 pub mod timeline;
-pub mod timeline_report;
 /// The fair per-device compute token (shared with backends that schedule themselves).
 pub mod token {
     pub use cuzk_groth16::token::*;

@@ -24,6 +24,7 @@ use cuzk_filecoin::ParseOptions;
 use cuzk_server::{pb, Client, DaemonConfig, ListenAddr};
 
 mod report;
+mod timeline;
 pub(crate) use report::peak_rss_bytes;
 mod workload;
 

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use super::timeline::{device_efficiency, render_svg, stage_means_ms};
 use anyhow::Context;
-use cuzk_engine::timeline_report::{device_efficiency, render_svg, stage_means_ms};
 use cuzk_engine::{Priority, TimelineEvent};
 
 use super::workload::Workload;

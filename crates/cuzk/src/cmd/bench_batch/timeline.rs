@@ -1,12 +1,13 @@
 //! Reading a timeline: per-device busy time and efficiency (time under the compute token
 //! ÷ wall time), mean stage times, and an SVG picture with one lane per worker (synthesis
-//! workers, then each device's prove workers, then assembly). Used by `cuzk bench batch`;
-//! pure functions over [`TimelineEvent`]s, no I/O.
+//! workers, then each device's prove workers, then assembly), for `cuzk bench batch`'s
+//! report: pure functions over the engine's [`TimelineEvent`]s, no I/O. The engine only
+//! records the timeline; reading it is the bench command's.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::timeline::{Stage, TimelineEvent};
+use cuzk_engine::{Stage, TimelineEvent};
 
 /// Busy time of one device over a window.
 #[derive(Clone, Debug, PartialEq)]
