@@ -5,20 +5,23 @@
 //! pinned [`Staging`] buffers of the backend while the previous call's kernels run, and
 //! takes the slot only to enqueue the copies and its kernels. Each staging goes back to
 //! the next call with its copies still in flight: a, b, c as soon as they are enqueued,
-//! the witness once it went up (in a lean slot after the H sum has read the quotient), and
-//! the next taker waits for those copies. The two stagings together are the size of the
-//! one a slot would hold, so staging ahead costs no host memory.
+//! the witness once it went up, and the next taker waits for those copies. A lean slot is
+//! split when it can be ([`WitnessAt::Split`]): the L and A scalars go up as soon as the
+//! quotient is done, so their sums run between the H sum's chunks (`run.rs`), and the B
+//! scalars once the H sum has read the quotient; so the witness is staged in two buffers.
+//! The stagings together are the size of the one a slot would hold, so staging ahead costs
+//! no host memory.
 
 use std::time::{Duration, Instant};
 
+use cudarc::driver::CudaEvent;
 use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTimes};
 use parking_lot::{Condvar, Mutex};
 
 use super::matrices::ResidentMatrices;
 use super::prepare::{fill_batched, pieces_within, staging_pieces};
-use super::slots::{SlotShape, SlotVec, SlotVecs};
+use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
 use super::GpuBackend;
-use crate::device::arena::DevRegion;
 use crate::device::pinned::{PinnedBuf, PinnedPool};
 use crate::device::upload::PinnedUpload;
 use crate::device::Device;
@@ -160,23 +163,26 @@ impl Drop for StagingGuard<'_> {
     }
 }
 
-/// The two stagings of a backend that stages ahead of its one slot.
+/// The stagings of a backend that stages ahead of its one slot.
 #[derive(Default)]
 pub(super) struct Ahead {
     /// a, b, c (the layout's bytes up to the L scalars).
     pub(super) abc: Staging,
-    /// The witness vectors (from the L scalars on).
+    /// The L and A scalars (from the L scalars to the B scalars).
     pub(super) witness: Staging,
+    /// The B scalars (from them to the end).
+    pub(super) witness_b: Staging,
 }
 
-/// The layout's part boundaries: a, b, c, the witness vectors, the end.
-fn bounds(shape: &SlotShape) -> [usize; 5] {
+/// The layout's part boundaries: a, b, c, the L and A scalars, the B scalars, the end.
+fn bounds(shape: &SlotShape) -> [usize; 6] {
     let (lay, total) = shape.layout();
     [
         0,
         lay[SlotVec::B as usize].0,
         lay[SlotVec::C as usize].0,
         lay[SlotVec::L as usize].0,
+        lay[SlotVec::ScalarsB as usize].0,
         total,
     ]
 }
@@ -198,7 +204,8 @@ impl GpuBackend {
         if abc {
             self.ahead.abc.reserve(&self.pinned, b[3])?;
         }
-        self.ahead.witness.reserve(&self.pinned, b[4] - b[3])
+        self.ahead.witness.reserve(&self.pinned, b[4] - b[3])?;
+        self.ahead.witness_b.reserve(&self.pinned, b[5] - b[4])
     }
 
     /// One compute call staged ahead of the slot (module docs).
@@ -250,6 +257,8 @@ impl GpuBackend {
         };
         let mut witness = self.ahead.witness.take(&self.pinned, b[4] - b[3])?;
         fill(&mut witness, b[3]..b[4])?;
+        let mut witness_b = self.ahead.witness_b.take(&self.pinned, b[5] - b[4])?;
+        fill(&mut witness_b, b[4]..b[5])?;
         report.push(ProveStage::Fill, t.elapsed());
 
         // The slot, once the previous call is done with it, then the copies into it, each
@@ -264,8 +273,10 @@ impl GpuBackend {
             .slots
             .take(dev, &self.pinned, &shape, shape.bytes(), slot_bytes)?;
         let used = slot.device_range(&shape, lean)?;
-        let vecs = SlotVecs::new(&used, &shape, lean)?;
-        let parts_done = [
+        let at = WitnessAt::of(&shape, lean);
+        let vecs = SlotVecs::new(&used, &shape, at)?;
+        let parts_done: [_; 5] = [
+            dev.timing_event()?,
             dev.timing_event()?,
             dev.timing_event()?,
             dev.timing_event()?,
@@ -287,16 +298,32 @@ impl GpuBackend {
                 .iter()
                 .try_for_each(|e| dev.record_on_copy(e))?,
         }
-        let witness_len = b[4] - b[3];
-        let witness_dst: DevRegion<'_> = used.slice(b[3] - shape.witness_at(lean), witness_len)?;
-        let send_witness = |g: StagingGuard<'_>| {
-            let copies = [(witness_dst, 0..witness_len, Some(&parts_done[3]))];
+        // Each witness vector from its place in the staging (which starts at `from` in
+        // the layout) to its place on the device; the last copy records `done`.
+        let (lay, _) = shape.layout();
+        let offsets = shape.witness_offsets(at);
+        let send = |g: StagingGuard<'_>, vs: &[usize], from: usize, done: &CudaEvent| {
+            let copies = vs
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| {
+                    let (off, len) = lay[SlotVec::L as usize + w];
+                    let dst = used.slice(offsets[w], len)?;
+                    let last = i + 1 == vs.len();
+                    Ok((dst, off - from..off - from + len, last.then_some(done)))
+                })
+                .collect::<Result<Vec<_>>>()?;
             g.send(|buf| dev.upload_pinned_ranges(buf, &copies))
         };
-        let mut witness = Some(witness);
+        let send_la = |g| send(g, &[0, 1], b[3], &parts_done[3]);
+        let send_b = |g| send(g, &[2], b[4], &parts_done[4]);
+        let (mut witness, mut witness_b) = (Some(witness), Some(witness_b));
         if !lean {
             if let Some(g) = witness.take() {
-                send_witness(g)?;
+                send_la(g)?;
+            }
+            if let Some(g) = witness_b.take() {
+                send_b(g)?;
             }
         }
         let token = self.token.acquire();
@@ -305,15 +332,28 @@ impl GpuBackend {
 
         let held = Instant::now();
         let mut shared = self.shared.lock();
-        // A lean slot's witness goes over a, b, c after the H sum (on the compute stream)
-        // has read the quotient, when the sums first need it.
+        // A lean slot's witness goes up when the sums first need it: split, the L and A
+        // scalars once the quotient is done (3) and the B scalars once the H sum has read
+        // the quotient's coefficients (4); over a, b, c, all of it after the H sum (3).
+        // Each copy waits for what the compute stream has enqueued so far.
+        let after_compute = || -> Result<()> {
+            let ev = dev.timing_event()?;
+            dev.record(&ev)?;
+            dev.copy_wait(&ev)
+        };
         let mut ready = |k: usize, d: &Device| -> Result<()> {
-            if k == 3 {
-                if let Some(g) = witness.take() {
-                    let h_read = dev.timing_event()?;
-                    dev.record(&h_read)?;
-                    dev.copy_wait(&h_read)?;
-                    send_witness(g)?;
+            let both = at == WitnessAt::OverAbc;
+            if k >= 3 {
+                let la = witness.take();
+                let b = (k == 4 || both).then(|| witness_b.take()).flatten();
+                if la.is_some() || b.is_some() {
+                    after_compute()?;
+                }
+                if let Some(g) = la {
+                    send_la(g)?;
+                }
+                if let Some(g) = b {
+                    send_b(g)?;
                 }
             }
             d.wait_on(&parts_done[k])
@@ -330,7 +370,7 @@ impl GpuBackend {
             &mut ready,
         );
         let out = match out {
-            Ok(o) => dev.elapsed(&e0, &parts_done[3]).map(|device| {
+            Ok(o) => dev.elapsed(&e0, &parts_done[4]).map(|device| {
                 report.push_device(ProveStage::Upload, Duration::ZERO, device);
                 o
             }),

@@ -8,8 +8,9 @@
 //! [`choose_among`] is a pure function of the byte counts: for the first shape proved (or
 //! preloaded) it picks, in this order of preference, the SRS resident with every worker,
 //! resident with one worker, streamed with every worker, then streamed with one worker in
-//! a full slot or in a **lean** one, whose witness vectors are uploaded over a, b, c once
-//! the H sum has read the quotient (`slots.rs`), whichever fits with the larger chunk of
+//! a full slot or in a **lean** one, whose witness vectors are uploaded over a, b, c
+//! (`slots.rs`: split when each fits one of them, the L and A scalars once the quotient is
+//! done, the B scalars once the H sum has read it), whichever fits with the larger chunk of
 //! streamed points (the full one on a tie). Below that a partition of the shape
 //! cannot be proved on the device, and the error names both figures. Recorded matrices
 //! (a, b, c on the device) are admitted later only into what the chosen mode leaves.

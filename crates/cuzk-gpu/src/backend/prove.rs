@@ -9,7 +9,7 @@ use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTi
 
 use super::matrices::ResidentMatrices;
 use super::prepare::{fill_batched, pieces_within, staging_pieces, Piece, UPLOAD_BATCH};
-use super::slots::{SlotShape, SlotVec, SlotVecs};
+use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
 use super::GpuBackend;
 use crate::device::arena::DevRegion;
 use crate::device::upload::UploadScope;
@@ -150,7 +150,13 @@ impl GpuBackend {
             total,
         ];
         let (used, staging) = slot.upload_parts(&shape, staged_from, lean)?;
-        let vecs = SlotVecs::new(&used, &shape, lean)?;
+        // A lean slot here takes its witness over a, b, c after the H sum; only the calls
+        // staged ahead (`ahead.rs`) split it.
+        let at = match lean {
+            true => WitnessAt::OverAbc,
+            false => WitnessAt::Own,
+        };
+        let vecs = SlotVecs::new(&used, &shape, at)?;
         let witness_at = shape.witness_at(lean);
         let [p0, p1, p2, p3] = cut_parts(staging, &bounds, staged_from)?;
         let (pieces, parts_done) = (&pieces, &parts_done);
@@ -222,6 +228,8 @@ impl GpuBackend {
                 let mut witness_up = false;
                 let fill_time = &mut fill_time;
                 let mut ready = move |k: usize, d: &Device| -> Result<()> {
+                    // The B scalars (4) go up with the other witness vectors (3).
+                    let k = k.min(3);
                     if overlapped {
                         if k < 3 {
                             while recorded <= k {
@@ -312,7 +320,8 @@ impl GpuBackend {
     }
 }
 
-/// `ready(k, d)`: makes `d`'s stream wait for upload part k (see `run.rs`).
+/// `ready(k, d)`: makes `d`'s stream wait for upload part k (see `run.rs`): 0, 1, 2: a,
+/// b, c; 3: the L and A scalars; 4: the B scalars (3 is always asked for before 4).
 pub(super) type Ready<'r> = &'r mut (dyn FnMut(usize, &Device) -> Result<()> + Send);
 
 #[cfg(test)]

@@ -15,7 +15,9 @@ use super::plan::{Placement, ProvePlan, SumPlan};
 use super::prove::Ready;
 use super::residency::{Query, ResidentSrs};
 use super::slots::{SlotShape, SlotVec, SlotVecs};
-use super::sums::{enqueue_chunk, enqueue_streamed, OutRegions, StreamBufs};
+use super::sums::{
+    enqueue_chunk, enqueue_streamed, interleave_order, OutRegions, Ring, RingSum, StreamBufs, RING,
+};
 use super::{GpuBackend, Shared};
 use crate::device::arena::{DevRegion, VramArena};
 use crate::device::layout::{as_bytes, FR_BYTES};
@@ -32,6 +34,17 @@ fn stage_of(q: Query) -> ProveStage {
         Query::A => ProveStage::MsmA,
         Query::BG1 => ProveStage::MsmBG1,
         Query::BG2 => ProveStage::MsmBG2,
+    }
+}
+
+/// The host points of query `q` (blst affine points, as bytes).
+fn host_points(srs: &Srs, q: Query) -> &[u8] {
+    match q {
+        Query::H => as_bytes(&srs.h),
+        Query::L => as_bytes(&srs.l),
+        Query::A => as_bytes(&srs.a),
+        Query::BG1 => as_bytes(&srs.b_g1),
+        Query::BG2 => as_bytes(&srs.b_g2),
     }
 }
 
@@ -146,14 +159,158 @@ impl GpuBackend {
         let mut timer = StageTimer::start(dev)?;
         report.push(ProveStage::GpuSetup, t.elapsed());
 
-        // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
-        *stage = ProveStage::NttH;
-        self.fault_at(ProveStage::NttH)?;
         let abc = [
             vecs.get(SlotVec::A),
             vecs.get(SlotVec::B),
             vecs.get(SlotVec::C),
         ];
+        let scalars = Scalars {
+            vecs,
+            h_coeffs: abc[1],
+        };
+        let registered = self.registered(srs);
+        let reg = registered.as_ref().and_then(|r| r.0.as_ref());
+        let bufs = match plan.chunk_bufs {
+            Some([d0, d1]) => Some([region(d0)?, region(d1)?]),
+            None => None,
+        };
+        // A streamed SRS from registered memory, with the L and A scalars on the device as
+        // soon as the quotient is done: their sums run between the H sum's chunks.
+        if let (None, Some(bufs), Some(reg), true) =
+            (resident, bufs, reg, vecs.witness_at().early())
+        {
+            let mut ring = Ring::new(dev, &bufs)?;
+            let scratch = region(plan.scratch[0])?;
+            let timer_ref = &mut timer;
+            dev.upload_scope(|up| -> Result<()> {
+                let timer = &mut *timer_ref;
+                let mut group = Vec::with_capacity(3);
+                for q in [Query::H, Query::L, Query::A] {
+                    let sum = &plan.sums[q as usize];
+                    let scalars = scalars.of(q, sum.n)?;
+                    let host = host_points(srs, q);
+                    group.push(RingSum { sum, host, scalars });
+                }
+                let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
+                let order = interleave_order(&chunks, RING);
+                // The first chunks' copies go first, under the quotient.
+                for (i, &(g, j)) in order.iter().take(RING).enumerate() {
+                    ring.copy(dev, up, reg, &group[g], j, i)?;
+                }
+                self.quotient(&ntt, matrices, vecs, abc, stage, ready)?;
+                timer.mark(ProveStage::NttH)?;
+                for q in [Query::H, Query::L, Query::A] {
+                    *stage = stage_of(q);
+                    self.fault_at(*stage)?;
+                }
+                *stage = ProveStage::MsmH;
+                ready(3, dev)?;
+                for (i, &(g, j)) in order.iter().enumerate() {
+                    ring.sum(dev, &scratch, &group[g], j, i % RING, &results)?;
+                    if let Some(&(g, j)) = order.get(i + RING) {
+                        ring.copy(dev, up, reg, &group[g], j, (i + RING) % RING)?;
+                    }
+                }
+                // The H stage's time covers the L and A sums.
+                timer.mark(ProveStage::MsmH)?;
+                ring.release(dev)?;
+                ready(4, dev)?;
+                let mut sb = StreamBufs {
+                    device: bufs,
+                    pinned: [None, None],
+                    consumed: [dev.timing_event()?, dev.timing_event()?],
+                    used: [false; 2],
+                    scratch,
+                };
+                for q in [Query::BG1, Query::BG2] {
+                    let sum = &plan.sums[q as usize];
+                    *stage = stage_of(q);
+                    self.fault_at(*stage)?;
+                    let sc = scalars.of(q, sum.n)?;
+                    enqueue_streamed(
+                        dev,
+                        &mut sb,
+                        sum,
+                        host_points(srs, q),
+                        Some(reg),
+                        &sc,
+                        &results,
+                    )?;
+                    timer.mark(*stage)?;
+                }
+                Ok(())
+            })??;
+            return self.finish(&plan, shape, &results, timer, None, report);
+        }
+
+        // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
+        self.quotient(&ntt, matrices, vecs, abc, stage, ready)?;
+        timer.mark(ProveStage::NttH)?;
+
+        let mut lane_timer = None;
+        match resident {
+            Some(r) => r.with_regions(|q| {
+                let scratch = [region(plan.scratch[0])?, region(plan.scratch[1])?];
+                // The H sum on the compute stream, then the witness sums on the lane (in
+                // scratch of their own) or after it on the same stream.
+                let h = &plan.sums[Query::H as usize];
+                self.enqueue_resident(dev, h, &q, &scratch[0], &scalars, &results, stage)?;
+                timer.mark(ProveStage::MsmH)?;
+                let (wdev, wscratch, wtimer) = match lane {
+                    Some(lane) => {
+                        let lt = lane_timer.insert(StageTimer::start(lane)?);
+                        (lane, &scratch[1], lt)
+                    }
+                    None => (dev, &scratch[0], &mut timer),
+                };
+                ready(3, wdev)?;
+                ready(4, wdev)?;
+                for sum in &plan.sums[1..] {
+                    self.enqueue_resident(wdev, sum, &q, wscratch, &scalars, &results, stage)?;
+                    wtimer.mark(stage_of(sum.query))?;
+                }
+                if let Some(lane) = lane {
+                    // The results are read after the lane's sums.
+                    let done = lane.timing_event()?;
+                    lane.record(&done)?;
+                    dev.wait_on(&done)?;
+                }
+                Ok(())
+            })?,
+            None => {
+                let bufs =
+                    bufs.ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
+                let mut sb = StreamBufs {
+                    device: bufs,
+                    pinned: [sh.stream_pins[0].take(), sh.stream_pins[1].take()],
+                    consumed: [dev.timing_event()?, dev.timing_event()?],
+                    used: [false; 2],
+                    scratch: region(plan.scratch[0])?,
+                };
+                let r = self.enqueue_all_streamed(
+                    &plan, &mut sb, srs, &scalars, &results, &mut timer, stage, ready,
+                );
+                sh.stream_pins = sb.pinned;
+                r?;
+            }
+        }
+        self.finish(&plan, shape, &results, timer, lane_timer, report)
+    }
+
+    /// a, b, c from the uploaded witness when the matrices are resident, then the quotient
+    /// H = (A·B − C)/Z on the coset g·H, its coefficients into `abc[1]`.
+    fn quotient(
+        &self,
+        ntt: &NttPlan<'_>,
+        matrices: Option<&ResidentMatrices>,
+        vecs: &SlotVecs<'_>,
+        abc: [DevRegion<'_>; 3],
+        stage: &mut ProveStage,
+        ready: Ready<'_>,
+    ) -> Result<()> {
+        let dev = &self.dev;
+        *stage = ProveStage::NttH;
+        self.fault_at(ProveStage::NttH)?;
         if let Some(m) = matrices {
             // a = A·z, b = B·z, c = C·z from the uploaded witness: the inputs lead the A
             // scalars, the aux are the L scalars; the rows past them are zero.
@@ -180,64 +337,23 @@ impl GpuBackend {
                 )
             })?;
         }
-        ntt.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| ready(k, dev))?;
-        timer.mark(ProveStage::NttH)?;
-        let scalars = Scalars {
-            vecs,
-            h_coeffs: abc[1],
-        };
+        ntt.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| ready(k, dev))
+    }
 
-        let mut lane_timer = None;
-        match resident {
-            Some(r) => r.with_regions(|q| {
-                let scratch = [region(plan.scratch[0])?, region(plan.scratch[1])?];
-                // The H sum on the compute stream, then the witness sums on the lane (in
-                // scratch of their own) or after it on the same stream.
-                let h = &plan.sums[Query::H as usize];
-                self.enqueue_resident(dev, h, &q, &scratch[0], &scalars, &results, stage)?;
-                timer.mark(ProveStage::MsmH)?;
-                let (wdev, wscratch, wtimer) = match lane {
-                    Some(lane) => {
-                        let lt = lane_timer.insert(StageTimer::start(lane)?);
-                        (lane, &scratch[1], lt)
-                    }
-                    None => (dev, &scratch[0], &mut timer),
-                };
-                ready(3, wdev)?;
-                for sum in &plan.sums[1..] {
-                    self.enqueue_resident(wdev, sum, &q, wscratch, &scalars, &results, stage)?;
-                    wtimer.mark(stage_of(sum.query))?;
-                }
-                if let Some(lane) = lane {
-                    // The results are read after the lane's sums.
-                    let done = lane.timing_event()?;
-                    lane.record(&done)?;
-                    dev.wait_on(&done)?;
-                }
-                Ok(())
-            })?,
-            None => {
-                let [d0, d1] = plan
-                    .chunk_bufs
-                    .ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
-                let mut sb = StreamBufs {
-                    device: [region(d0)?, region(d1)?],
-                    pinned: [sh.stream_pins[0].take(), sh.stream_pins[1].take()],
-                    consumed: [dev.timing_event()?, dev.timing_event()?],
-                    used: [false; 2],
-                    scratch: region(plan.scratch[0])?,
-                };
-                let r = self.enqueue_all_streamed(
-                    &plan, &mut sb, srs, &scalars, &results, &mut timer, stage, ready,
-                );
-                sh.stream_pins = sb.pinned;
-                r?;
-            }
-        }
-
-        // The one download: it waits for the compute stream (which waited for the lane).
+    /// The one download of the results (it waits for the compute stream, which waited
+    /// for the lane), the stage times, and the Horner combination.
+    fn finish(
+        &self,
+        plan: &ProvePlan,
+        shape: &SlotShape,
+        results: &DevRegion<'_>,
+        timer: StageTimer<'_>,
+        lane_timer: Option<StageTimer<'_>>,
+        report: &mut ProveReport,
+    ) -> Result<MsmOutputs> {
+        let dev = &self.dev;
         let mut raw = vec![0u8; plan.results.1];
-        dev.download(&mut raw, &results)?;
+        dev.download(&mut raw, results)?;
         timer.finish(report)?;
         if let Some(lt) = lane_timer {
             lt.finish(report)?;
@@ -310,16 +426,12 @@ impl GpuBackend {
         for sum in &plan.sums {
             *stage = stage_of(sum.query);
             self.fault_at(*stage)?;
-            if sum.query == Query::L {
-                ready(3, dev)?;
+            match sum.query {
+                Query::L => ready(3, dev)?,
+                Query::BG1 => ready(4, dev)?,
+                _ => {}
             }
-            let host = match sum.query {
-                Query::H => as_bytes(&srs.h),
-                Query::L => as_bytes(&srs.l),
-                Query::A => as_bytes(&srs.a),
-                Query::BG1 => as_bytes(&srs.b_g1),
-                Query::BG2 => as_bytes(&srs.b_g2),
-            };
+            let host = host_points(srs, sum.query);
             let sc = scalars.of(sum.query, sum.n)?;
             enqueue_streamed(dev, sb, sum, host, reg, &sc, results)?;
             timer.mark(*stage)?;

@@ -51,6 +51,38 @@ pub enum SlotVec {
     ScalarsB,
 }
 
+/// Where a slot's witness vectors (the L, A and B scalars) lie on the device, and so
+/// when they may be uploaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WitnessAt {
+    /// After a, b, c (a full slot): at any time.
+    Own,
+    /// Over a, b, c, one after another (a lean slot): once the H sum has read the
+    /// quotient's coefficients.
+    OverAbc,
+    /// A lean slot whose witness vectors each fit one of a, b, c ([`SlotShape::splits`]):
+    /// L over a and the A scalars over c, as soon as the quotient is done (so the L and A
+    /// sums can run between the H sum's chunks), the B scalars over b once the H sum has
+    /// read the quotient's coefficients there.
+    Split,
+}
+
+impl WitnessAt {
+    /// A full slot, or a lean one of `shape` (split when it can be).
+    pub fn of(shape: &SlotShape, lean: bool) -> WitnessAt {
+        match (lean, shape.splits()) {
+            (false, _) => WitnessAt::Own,
+            (true, true) => WitnessAt::Split,
+            (true, false) => WitnessAt::OverAbc,
+        }
+    }
+
+    /// Whether the L and A scalars may go up as soon as the quotient is done.
+    pub fn early(self) -> bool {
+        self != WitnessAt::OverAbc
+    }
+}
+
 impl SlotShape {
     /// Points of the longest query sum: the domain (H) or one of L, A, B.
     pub fn max_query(&self) -> usize {
@@ -86,6 +118,26 @@ impl SlotShape {
         match lean {
             true => self.layout().0[SlotVec::L as usize].0,
             false => 0,
+        }
+    }
+
+    /// Whether each witness vector fits one of a, b, c (a lean slot can then be
+    /// [`WitnessAt::Split`]): true of every Filecoin circuit, whose aux count is below
+    /// its domain.
+    pub fn splits(&self) -> bool {
+        let n = 1usize << self.lg;
+        self.n_l <= n && self.n_a <= n && self.n_b <= n
+    }
+
+    /// Device offsets of the L, A and B scalars.
+    pub fn witness_offsets(&self, at: WitnessAt) -> [usize; 3] {
+        let (lay, _) = self.layout();
+        let [l, a, b] =
+            [SlotVec::L, SlotVec::ScalarsA, SlotVec::ScalarsB].map(|v| lay[v as usize].0);
+        match at {
+            WitnessAt::Own => [l, a, b],
+            WitnessAt::OverAbc => [0, a - l, b - l],
+            WitnessAt::Split => [SlotVec::A, SlotVec::C, SlotVec::B].map(|v| lay[v as usize].0),
         }
     }
 
@@ -178,29 +230,34 @@ impl Slot {
 }
 
 /// One slot's device vectors for a shape, cut from the range [`Slot::upload_parts`] gives
-/// (so they can be used while the staging is still being filled).
+/// (so they can be used while the staging is still being filled), and where its witness
+/// vectors lie.
 #[derive(Clone, Copy)]
-pub struct SlotVecs<'a>([DevRegion<'a>; 6]);
+pub struct SlotVecs<'a>([DevRegion<'a>; 6], WitnessAt);
 
 impl<'a> SlotVecs<'a> {
-    /// The vectors of `shape` inside `used`; `lean`: the witness vectors (L, A, B
-    /// scalars) start at byte 0, over a, b, c ([`SlotShape::witness_at`]).
+    /// The vectors of `shape` inside `used`, the witness vectors at `at`
+    /// ([`SlotShape::witness_offsets`]).
     ///
     /// # Errors
     /// [`crate::GpuError::Input`] if the layout does not fit `used`.
-    pub fn new(used: &DevRegion<'a>, shape: &SlotShape, lean: bool) -> Result<SlotVecs<'a>> {
+    pub fn new(used: &DevRegion<'a>, shape: &SlotShape, at: WitnessAt) -> Result<SlotVecs<'a>> {
         let (lay, _) = shape.layout();
-        let shift = shape.witness_at(lean);
+        let witness = shape.witness_offsets(at);
         let mut out = [*used; 6];
         for (i, (o, (off, bytes))) in out.iter_mut().zip(lay).enumerate() {
-            let off = if i >= SlotVec::L as usize {
-                off - shift
-            } else {
-                off
+            let off = match i.checked_sub(SlotVec::L as usize) {
+                Some(w) => witness[w],
+                None => off,
             };
             *o = used.slice(off, bytes)?;
         }
-        Ok(SlotVecs(out))
+        Ok(SlotVecs(out, at))
+    }
+
+    /// Where the witness vectors lie.
+    pub fn witness_at(&self) -> WitnessAt {
+        self.1
     }
 
     /// The region of vector `v`.
@@ -453,5 +510,57 @@ mod tests {
         // The host stages the witness vectors only: 3 × 2^27 scalars less.
         assert!(s.staged_from(true) >= 3 * (1 << 27) * FR_BYTES);
         assert!(total - s.staged_from(true) < total / 2);
+    }
+
+    /// The witness vectors' device ranges at `at` inside a slot of `shape`.
+    fn witness_ranges(s: &SlotShape, at: WitnessAt) -> [(usize, usize); 3] {
+        let (lay, _) = s.layout();
+        let offs = s.witness_offsets(at);
+        std::array::from_fn(|i| (offs[i], offs[i] + lay[SlotVec::L as usize + i].1))
+    }
+
+    #[test]
+    fn a_split_lean_slot_puts_l_over_a_the_a_scalars_over_c_and_b_over_b() {
+        let s = SlotShape {
+            lg: 27,
+            n_l: 130_169_893,
+            n_a: 129_700_000,
+            n_b: 33_000_000,
+        };
+        assert!(s.splits());
+        assert_eq!(WitnessAt::of(&s, true), WitnessAt::Split);
+        assert_eq!(WitnessAt::of(&s, false), WitnessAt::Own);
+        let (lay, _) = s.layout();
+        let region = |v: SlotVec| (lay[v as usize].0, lay[v as usize].0 + lay[v as usize].1);
+        let [l, a, b] = witness_ranges(&s, WitnessAt::Split);
+        let inside = |(x, y): (usize, usize), (rb, re): (usize, usize)| rb <= x && y <= re;
+        assert!(inside(l, region(SlotVec::A)));
+        assert!(inside(a, region(SlotVec::C)));
+        assert!(inside(b, region(SlotVec::B)));
+        // Inside the lean slot, and the full slot's offsets are the layout's.
+        assert!(b.1 <= s.device_bytes(true) && a.1 <= s.device_bytes(true));
+        assert_eq!(
+            witness_ranges(&s, WitnessAt::Own).map(|r| r.0),
+            [SlotVec::L, SlotVec::ScalarsA, SlotVec::ScalarsB].map(|v| lay[v as usize].0)
+        );
+        // One over a, b, c: one after another from byte 0, as before.
+        let over = witness_ranges(&s, WitnessAt::OverAbc);
+        assert_eq!(over[0].0, 0);
+        assert!(over[1].0 >= over[0].1 && over[2].0 >= over[1].1);
+        assert!(over[2].1 <= s.device_bytes(true));
+    }
+
+    #[test]
+    fn a_witness_longer_than_the_domain_stays_over_a_b_c() {
+        let s = SlotShape {
+            lg: 4,
+            n_l: 17,
+            n_a: 3,
+            n_b: 3,
+        };
+        assert!(!s.splits());
+        assert_eq!(WitnessAt::of(&s, true), WitnessAt::OverAbc);
+        assert!(!WitnessAt::OverAbc.early());
+        assert!(WitnessAt::Split.early() && WitnessAt::Own.early());
     }
 }

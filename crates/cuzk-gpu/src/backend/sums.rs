@@ -319,3 +319,213 @@ pub fn enqueue_streamed(
     sb.pinned = pins;
     r
 }
+
+/// Slots of a [`Ring`]: each of the two chunk buffers (sized for G2 points) holds two
+/// chunks of G1 points.
+pub const RING: usize = 4;
+
+/// One G1 sum streamed through a [`Ring`]: its plan, its host points (registered), and
+/// its scalars on the device.
+pub struct RingSum<'s, 'h> {
+    /// The sum's plan.
+    pub sum: &'s SumPlan,
+    /// Its bases in host memory (blst affine points).
+    pub host: &'h [u8],
+    /// Its scalars on the device.
+    pub scalars: DevRegion<'s>,
+}
+
+impl RingSum<'_, '_> {
+    fn part(&self, j: usize) -> (usize, usize) {
+        let c = self.sum.chunk;
+        (j * c, ((j + 1) * c).min(self.sum.n))
+    }
+}
+
+/// The order in which the chunks of several streamed sums (`chunks[s]` each) are summed:
+/// the first `head` chunks of sum 0, then always the next chunk of the sum least far
+/// along (by the fraction of its chunks done; the lower index on a tie). With sum 0 the
+/// compute-bound H sum and the others the copy-bound L and A sums, the copies of the
+/// others' points run while H's chunks are summed; the head covers the upload of their
+/// scalars.
+pub fn interleave_order(chunks: &[usize], head: usize) -> Vec<(usize, usize)> {
+    let total: usize = chunks.iter().sum();
+    let mut done = vec![0usize; chunks.len()];
+    let mut order = Vec::with_capacity(total);
+    if let Some(&c0) = chunks.first() {
+        for j in 0..head.min(c0) {
+            order.push((0, j));
+        }
+        done[0] = head.min(c0);
+    }
+    while order.len() < total {
+        // Least done fraction: done[s] / chunks[s], compared without division.
+        let next = (0..chunks.len())
+            .filter(|&s| done[s] < chunks[s])
+            .min_by(|&x, &y| (done[x] * chunks[y]).cmp(&(done[y] * chunks[x])))
+            .expect("a sum with chunks left");
+        order.push((next, done[next]));
+        done[next] += 1;
+    }
+    order
+}
+
+/// [`RING`] device buffers for chunks of G1 points cut from the two chunk buffers, with
+/// the events that say when a slot's copy is done and when its sum has read it. The copy
+/// into a slot waits (on the copy stream) for the sum of the chunk last in it; the sum
+/// waits (on the compute stream) for its copy. Nothing waits on the host.
+pub struct Ring<'a> {
+    bufs: [DevRegion<'a>; RING],
+    copied: [CudaEvent; RING],
+    consumed: [CudaEvent; RING],
+    used: [bool; RING],
+}
+
+impl<'a> Ring<'a> {
+    /// The ring over the two chunk buffers `bufs`.
+    ///
+    /// # Errors
+    /// Driver errors (events).
+    pub fn new(dev: &Device, bufs: &[DevRegion<'a>; 2]) -> Result<Ring<'a>> {
+        let half = |b: &DevRegion<'a>, k: usize| {
+            let bytes = b.bytes() / 2 / Group::G1.affine_bytes() * Group::G1.affine_bytes();
+            b.slice(k * bytes, bytes)
+        };
+        Ok(Ring {
+            bufs: [
+                half(&bufs[0], 0)?,
+                half(&bufs[0], 1)?,
+                half(&bufs[1], 0)?,
+                half(&bufs[1], 1)?,
+            ],
+            copied: std::array::from_fn(|_| dev.timing_event()).map_or_err()?,
+            consumed: std::array::from_fn(|_| dev.timing_event()).map_or_err()?,
+            used: [false; RING],
+        })
+    }
+
+    /// Enqueues the copy of chunk `j` of `s` into slot `k`, after the sum that last read
+    /// the slot.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] for a chunk larger than a slot; driver errors.
+    pub fn copy<'e>(
+        &self,
+        dev: &Device,
+        up: &crate::device::upload::UploadScope<'_, 'e>,
+        reg: &HostRegistration,
+        s: &RingSum<'_, 'e>,
+        j: usize,
+        k: usize,
+    ) -> Result<()> {
+        let pb = s.sum.group.affine_bytes();
+        let (b, e) = s.part(j);
+        if s.sum.group != Group::G1 || (e - b) * pb > self.bufs[k].bytes() || s.host.len() < e * pb
+        {
+            return Err(GpuError::Input(format!(
+                "chunk {j} of {} points does not fit a ring slot of {} bytes",
+                e - b,
+                self.bufs[k].bytes()
+            )));
+        }
+        if self.used[k] {
+            dev.copy_wait(&self.consumed[k])?;
+        }
+        for (off, piece) in reg.split(&s.host[b * pb..e * pb]) {
+            up.upload(&self.bufs[k].slice(off, piece.len())?, piece)?;
+        }
+        up.record(&self.copied[k])
+    }
+
+    /// Enqueues the sum of chunk `j` of `s` from slot `k` (once its copy is done) in
+    /// `scratch`, its results into `results` at the plan's offsets.
+    ///
+    /// # Errors
+    /// Arena, input or driver errors.
+    pub fn sum(
+        &mut self,
+        dev: &Device,
+        scratch: &DevRegion<'_>,
+        s: &RingSum<'_, '_>,
+        j: usize,
+        k: usize,
+        results: &DevRegion<'_>,
+    ) -> Result<()> {
+        dev.wait_on(&self.copied[k])?;
+        let (b, e) = s.part(j);
+        let sc = s.scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
+        let out = OutRegions::of(results, s.sum.chunk_out(j))?;
+        enqueue_chunk(dev, scratch, s.sum, &self.bufs[k], &sc, e - b, &out)?;
+        dev.record(&self.consumed[k])?;
+        self.used[k] = true;
+        Ok(())
+    }
+
+    /// Makes the copy stream wait for every sum that read a slot, so that copies enqueued
+    /// after this may write the chunk buffers.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn release(&self, dev: &Device) -> Result<()> {
+        (0..RING)
+            .filter(|&k| self.used[k])
+            .try_for_each(|k| dev.copy_wait(&self.consumed[k]))
+    }
+}
+
+/// `[Result<T>; N]` into `Result<[T; N]>`.
+trait MapOrErr<T, const N: usize> {
+    fn map_or_err(self) -> Result<[T; N]>;
+}
+
+impl<T, const N: usize> MapOrErr<T, N> for [Result<T>; N] {
+    fn map_or_err(self) -> Result<[T; N]> {
+        let v = self.into_iter().collect::<Result<Vec<T>>>()?;
+        v.try_into()
+            .map_err(|_| GpuError::Internal("array length".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interleave_takes_every_chunk_once_in_order_per_sum() {
+        for (chunks, head) in [
+            (vec![32, 32, 31], RING),
+            (vec![64, 63, 63], RING),
+            (vec![2, 5, 0], RING),
+            (vec![1], RING),
+            (vec![0, 3, 3], RING),
+            (vec![7, 1, 9], 0),
+        ] {
+            let order = interleave_order(&chunks, head);
+            assert_eq!(order.len(), chunks.iter().sum::<usize>());
+            for (s, &n) in chunks.iter().enumerate() {
+                let mine: Vec<usize> = order.iter().filter(|o| o.0 == s).map(|o| o.1).collect();
+                assert_eq!(mine, (0..n).collect::<Vec<_>>(), "{chunks:?}");
+            }
+            let lead = head.min(chunks.first().copied().unwrap_or(0));
+            assert!(order[..lead].iter().all(|o| o.0 == 0));
+        }
+    }
+
+    #[test]
+    fn the_interleave_spreads_the_h_chunks_evenly() {
+        // 2^27 in 2^22-point chunks: H, L, A.
+        let order = interleave_order(&[32, 32, 31], RING);
+        // After the head, no two H chunks are more than three others apart, and the last
+        // H chunk is among the last few.
+        let h_at: Vec<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.0 == 0)
+            .map(|(i, _)| i)
+            .collect();
+        for w in h_at[RING..].windows(2) {
+            assert!(w[1] - w[0] <= 4, "{h_at:?}");
+        }
+        assert!(order.len() - h_at[31] <= 4);
+    }
+}
