@@ -39,6 +39,10 @@
 #   small     NEW only, after params32: another process (bench/hold_vram.py) holds all but
 #             SMALL_KEEP GiB (default "24 16") of the card, then SMALL_COUNT (4) whole 32 GiB
 #             PoRep proofs per size from 2 clients, default config (s/proof, peak RSS)
+#   host64    NEW only, after params32: all but HOST64_GIB (64) GiB of host memory held by
+#             another process (bench/hold_ram.py) and all but HOST64_VRAM (16) GiB of VRAM,
+#             then HOST64_COUNT (1) whole 32 GiB PoRep proofs with the budgets of such a host
+#             (s/proof, peak RSS, no kill); the disk's direct read speed first
 #   sector512 NEW only: a 512 MiB test sector sealed on the dev machine and carried in
 #             $SECTOR512 (default .carry/s512: its manifest and payloads, without work/);
 #             test parameters of the four kinds at 512 MiB made on the GPU, then each kind
@@ -304,6 +308,53 @@ part_small() {
   done
 }
 
+# A smaller host on this one: another process (bench/hold_ram.py) holds all but
+# HOST64_GIB (default 64) GiB of the machine's memory, and another (bench/hold_vram.py)
+# all but HOST64_VRAM (default 16) GiB of the card, then HOST64_COUNT (1) whole 32 GiB
+# PoRep proofs from 2 clients with the budgets the engine derives on such a host (the
+# sizing formula of cuzk.example.toml, written into a config file: the memory it reads
+# here is the whole machine's). First the disk's direct read speed (the page cache then
+# holds little of the 47.4 GB parameter file). After params32.
+part_host64() {
+  local bin=$NEW/cuzk n=${HOST64_COUNT:-1} gib=${HOST64_GIB:-64} keep=${HOST64_VRAM:-16} hv hr watch
+  local cfg=$OUT/host$gib.toml
+  t "disk: direct reads of the parameter file"
+  dd if="$(ls /tmp/p32/*.params | head -1)" of=/dev/null bs=64M count=64 iflag=direct 2>&1 | tail -1
+  python3 - "$gib" > "$cfg" <<'PY'
+import sys
+gib = 1 << 30
+mem = int(sys.argv[1]) * gib
+usable = mem - max(mem // 8, 2 * gib)
+srs = min(128 * gib, usable // 2)
+rec = min(16 * gib, usable // 8)
+print("[engine]")
+print(f"srs_budget_bytes = {srs}")
+print(f"recorded_r1cs_budget_bytes = {rec}")
+print(f"host_memory_budget_bytes = {max(usable - srs - rec, gib)}")
+PY
+  cat "$cfg"
+  t "$n whole 32 GiB PoRep proofs, all but $gib GiB of host memory and $keep GiB of VRAM held"
+  python3 bench/hold_vram.py "$keep" > "$OUT/hold-host$gib-vram.json" &
+  hv=$!
+  for _ in $(seq 240); do [ -s "$OUT/hold-host$gib-vram.json" ] && break; sleep 0.5; done
+  python3 bench/hold_ram.py "$gib" > "$OUT/hold-host$gib-ram.json" &
+  hr=$!
+  for _ in $(seq 600); do [ -s "$OUT/hold-host$gib-ram.json" ] && break; sleep 0.5; done
+  cat "$OUT/hold-host$gib-vram.json" "$OUT/hold-host$gib-ram.json"
+  free -g
+  memwatch "$OUT/mem-host$gib.log" &
+  watch=$!
+  RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info timeout -k 10 "${HOST64_TIMEOUT:-400}" \
+    "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
+    --param-dir /tmp/p32 --config "$cfg" --timeline "$OUT/timeline-host$gib.svg" 2>&1 |
+    quiet_small | cut -c1-3000 | tee "$OUT/batch-host$gib.log"
+  echo "bench exit: ${PIPESTATUS[0]}"
+  kill "$watch" "$hr" "$hv" 2>/dev/null
+  wait "$hr" "$hv" 2>/dev/null
+  echo "peak host memory in use (the held $((gib)) GiB excluded: see the hold's line): $(sort -t= -k2 -n "$OUT/mem-host$gib.log" | tail -1)"
+  dmesg 2>/dev/null | grep -i "killed process" | tail -2
+}
+
 part_sector512() {
   local bin=$NEW/cuzk pd=/tmp/cuzk-p512 sector=${SECTOR512:-$PWD/.carry/s512}
   mkdir -p "$pd"
@@ -417,11 +468,12 @@ for part in "$@"; do
     params32) part_params32 ;;
     batch32) part_batch32 ;;
     small) part_small ;;
+    host64) part_host64 ;;
     sector512) part_sector512 ;;
     load2k) part_load2k ;;
     wpost32) part_wpost32 ;;
     table) ;;
-    *) echo "unknown part $part (checks, gputests, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, sector512, load2k, wpost32, table)"; exit 2 ;;
+    *) echo "unknown part $part (checks, gputests, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, host64, sector512, load2k, wpost32, table)"; exit 2 ;;
   esac
 done
 t table

@@ -32,6 +32,8 @@ pub struct EngineConfig {
     /// Default: from the host memory ([`crate::sizing`]), as are the next two.
     pub host_memory_budget_bytes: u64,
     /// Host bytes of resident SRSs before idle ones are evicted least-recently-used first.
+    /// An SRS larger than this that every device streams is streamed from its file instead
+    /// of held (`engine_params.rs`, `SrsManager::release_to_file`).
     pub srs_budget_bytes: u64,
     /// Host bytes of recorded constraint systems (one per circuit shape, used to
     /// synthesize later partitions without building linear combinations); 0 turns

@@ -30,6 +30,29 @@ pub(crate) fn release_if_held(shared: &Shared, circuit_id: &str, srs: &Srs) {
     }
     if regular.all(|d| d.spec.backend.srs_device_bytes(srs) > 0) {
         shared.srs.release(circuit_id);
+        return;
+    }
+    release_if_streamed(shared, circuit_id, srs);
+}
+
+/// Releases the host copy of `circuit_id`'s points when it is larger than the SRS budget
+/// and every regular device in service streams them and can read them from the file: a
+/// 32 GiB PoRep SRS (47.4 GB) on a 64 GiB host goes to the page cache instead of the
+/// process (`SrsManager::release_to_file`).
+fn release_if_streamed(shared: &Shared, circuit_id: &str, srs: &Srs) {
+    if srs.is_released() || srs.host_bytes() as u64 <= shared.cfg.srs_budget_bytes {
+        return;
+    }
+    let mut regular = shared
+        .devices
+        .iter()
+        .filter(|d| !d.fallback && d.in_service())
+        .peekable();
+    if regular.peek().is_none() {
+        return;
+    }
+    if regular.all(|d| d.spec.backend.streams_srs_from_file(srs)) {
+        shared.srs.release_to_file(circuit_id);
     }
 }
 
@@ -39,8 +62,21 @@ impl Engine {
     /// # Errors
     /// [`EngineError::UnknownSrs`], [`EngineError::SrsLoad`].
     pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        let (lease, loaded) = self.shared.srs.acquire(circuit_id)?;
+        let (mut lease, loaded) = self.shared.srs.acquire(circuit_id)?;
         let t = Instant::now();
+        // Before the devices make their staging: a host copy too large for the SRS budget
+        // gives way to the file first, so that the two are never held together.
+        release_if_streamed(&self.shared, circuit_id, lease.srs());
+        if !lease.srs().is_released()
+            && self
+                .shared
+                .srs
+                .resident(circuit_id)
+                .is_some_and(|s| s.is_released())
+        {
+            drop(lease);
+            lease = self.shared.srs.acquire(circuit_id)?.0;
+        }
         // Then into each device that keeps parameters in its own memory.
         for device in &self.shared.devices {
             match device.spec.backend.preload_srs(lease.srs()) {
@@ -111,7 +147,7 @@ impl Engine {
     pub fn srs_status(&self) -> Vec<SrsStatus> {
         let mut status = self.shared.srs.status();
         for s in &mut status {
-            if s.tier != SrsTier::Host {
+            if !matches!(s.tier, SrsTier::Host | SrsTier::File) {
                 continue;
             }
             let Some(srs) = self.shared.srs.resident(&s.circuit_id) else {

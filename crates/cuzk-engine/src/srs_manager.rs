@@ -35,6 +35,9 @@ pub enum SrsTier {
     Host,
     /// Known, on disk only (evicted or never loaded).
     Disk,
+    /// In use with its host copy released, its points streamed to the devices from the
+    /// file through the page cache (larger than the SRS budget).
+    File,
 }
 
 /// One SRS entry as status reports it.
@@ -262,6 +265,40 @@ impl SrsManager {
     /// the entry (the leases already given out keep theirs until they end). Returns the
     /// host bytes it will free; 0 when it is not resident or already released.
     pub fn release(&self, circuit_id: &str) -> u64 {
+        self.release_if(circuit_id, |_| {
+            Some("srs host copy released: every device holds its points")
+        })
+    }
+
+    /// Releases the host copy of `circuit_id`'s points when it is larger than the SRS
+    /// budget and its file can be streamed from (the released copy keeps the file open,
+    /// [`Srs::file`]): the devices then read the points from the file through the page
+    /// cache. Returns the bytes freed (0 when it fits, has no usable file, or is already
+    /// released).
+    pub fn release_to_file(&self, circuit_id: &str) -> u64 {
+        let over = self
+            .entries
+            .lock()
+            .get(circuit_id)
+            .is_some_and(|e| e.size_bytes > self.budget_bytes);
+        if !over {
+            return 0;
+        }
+        let budget = self.budget_bytes;
+        self.release_if(circuit_id, |released| {
+            // The SRS budget it does not fit is the share of its file the page cache keeps.
+            if let Some(f) = &released.file {
+                f.set_cache_share(budget);
+            }
+            released.file.is_some().then_some(
+                "srs host copy released: larger than the srs budget, its points are streamed from its file",
+            )
+        })
+    }
+
+    /// Swaps the entry's resident copy for its released copy when `why(&released)` gives
+    /// a reason (logged).
+    fn release_if(&self, circuit_id: &str, why: impl FnOnce(&Srs) -> Option<&'static str>) -> u64 {
         let mut entries = self.entries.lock();
         let Some(entry) = entries.get_mut(circuit_id) else {
             return 0;
@@ -272,15 +309,14 @@ impl SrsManager {
         if srs.is_released() {
             return 0;
         }
-        let released = Arc::new(srs.released());
+        let released = srs.released();
+        let Some(why) = why(&released) else {
+            return 0;
+        };
         let freed = entry.size_bytes;
-        entry.residency = Residency::Resident(released);
+        entry.residency = Residency::Resident(Arc::new(released));
         entry.size_bytes = 0;
-        info!(
-            circuit_id,
-            freed_bytes = freed,
-            "srs host copy released: every device holds its points"
-        );
+        info!(circuit_id, freed_bytes = freed, "{why}");
         freed
     }
 
@@ -390,7 +426,10 @@ impl SrsManager {
             .iter()
             .map(|(id, e)| SrsStatus {
                 circuit_id: id.clone(),
-                tier: match e.residency {
+                tier: match &e.residency {
+                    Residency::Resident(srs) if srs.is_released() && srs.file.is_some() => {
+                        SrsTier::File
+                    }
                     Residency::Resident(_) => SrsTier::Host,
                     Residency::Loading | Residency::OnDisk => SrsTier::Disk,
                 },

@@ -250,10 +250,13 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, mut ready
             t_start,
         );
     }
-    // Released host points that this device does not hold (the CPU fallback, a device
-    // that lost its copy) are read back before the call.
+    // Released host points that this device does not hold and cannot stream from the
+    // file (the CPU fallback, a device that lost its copy) are read back before the call.
     let needs_points = |lease: &SrsLease| {
-        lease.srs().is_released() && device.spec.backend.srs_device_bytes(lease.srs()) == 0
+        let srs = lease.srs();
+        srs.is_released()
+            && device.spec.backend.srs_device_bytes(srs) == 0
+            && !(srs.file.is_some() && device.spec.backend.streams_srs_from_file(srs))
     };
     if needs_points(&ready.lease) {
         match shared.srs.acquire_full(&job.circuit_id) {

@@ -130,6 +130,10 @@ pub enum GpuError {
     /// hold them: they must be loaded again to be uploaded or streamed.
     #[error("the srs points are not in host memory and this device does not hold them")]
     SrsReleased,
+    /// Streaming the points from the parameters file failed (a read error, a file
+    /// truncated or changed under the daemon): the points must come from elsewhere.
+    #[error("streaming the srs from its file: {0}")]
+    SrsFile(String),
     /// A failure of this crate's own machinery, not of the caller's input nor of the
     /// driver (a helper thread that panicked, a layout that does not hold): a bug.
     #[error("internal: {0}")]

@@ -180,6 +180,67 @@ fn a_released_srs_proves_only_where_it_is_resident() {
     );
 }
 
+// A released SRS with its file streams its points from the file (read and decoded into
+// the bounce buffers chunk by chunk, `SrsFile`), on the single-call path and with two
+// workers staging ahead of one slot, and proves what the CPU proves; the file truncated
+// under it fails the prove with `SrsReleased` (the engine then reads the points back),
+// not a panic. See: #26.
+#[test]
+fn a_released_srs_streams_from_its_file_and_proves_what_the_cpu_proves() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    for (lg, chunk, workers) in [(10u32, 300usize, 1usize), (14, 5_001, 2)] {
+        let (srs, asg) = circuit(&dev, lg, seed);
+        let path =
+            std::env::temp_dir().join(format!("cuzk-stream-{}-{lg}.params", std::process::id()));
+        srs.save(&path).expect("temp dir is writable");
+        let loaded = Srs::load(&path, cuzk_groth16::SrsOptions::default()).expect("loads");
+        let released = loaded.released();
+        drop(loaded);
+        assert!(released.file.is_some(), "the file holds the points");
+        let b = GpuBackend::with_config(
+            dev.clone(),
+            GpuBackendConfig {
+                residency: cuzk_gpu::Residency::Streamed,
+                stream_chunk_points: chunk,
+                workers,
+                ..GpuBackendConfig::default()
+            },
+        );
+        assert!(b.streams_srs_from_file(&released));
+        let cpu = CpuBackend::new()
+            .compute(&asg, &srs, &mut ProveReport::default())
+            .expect("cpu");
+        std::thread::scope(|s| {
+            let calls: Vec<_> = (0..workers)
+                .map(|_| s.spawn(|| b.compute(&asg, &released, &mut ProveReport::default())))
+                .collect();
+            for (w, c) in calls.into_iter().enumerate() {
+                let gpu = c
+                    .join()
+                    .expect("no panic")
+                    .unwrap_or_else(|e| panic!("seed {seed} 2^{lg} call {w}: {e}"));
+                assert!(
+                    gpu == cpu,
+                    "seed {seed} 2^{lg} call {w}: sums differ from the cpu"
+                );
+            }
+        });
+        proves(&b, &released, &asg, seed);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("opens");
+        f.set_len(f.metadata().expect("stat").len() / 2)
+            .expect("truncates");
+        let err = b
+            .compute(&asg, &released, &mut ProveReport::default())
+            .expect_err("half the file is gone");
+        assert!(matches!(err, BackendError::SrsReleased), "{err:?}");
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
 // Two workers on one slot stage ahead of it (`ahead.rs`): calls from two threads at once,
 // deferred assignments whose a, b, c the host evaluates into the stagings, in a lean slot
 // and in a full one, every prove equal to the CPU's. See: #26.

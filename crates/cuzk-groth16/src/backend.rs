@@ -302,4 +302,12 @@ pub trait Backend: Send + Sync {
     fn evict_srs(&self, _srs: &Srs) -> u64 {
         0
     }
+
+    /// Whether this backend streams `srs`'s points to its device rather than holding them
+    /// there, and can read them from the parameters file ([`Srs::file`]) when the host
+    /// copy is released: the engine may then release the host copy of an SRS that does
+    /// not fit its host budget. False for a backend that reads the host points itself.
+    fn streams_srs_from_file(&self, _srs: &Srs) -> bool {
+        false
+    }
 }

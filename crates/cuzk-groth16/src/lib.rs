@@ -37,7 +37,9 @@ pub use backend::{
 pub use cpu::CpuBackend;
 pub use kind::{KindError, PartitionedProof, ProofRequest};
 pub use prover::{prove, prove_random, verify, ProveError};
-pub use srs::{HostPins, QueryLens, Released, Srs, SrsError, SrsOptions};
+pub use srs::{
+    point_bytes, HostPins, QueryLens, Released, Srs, SrsError, SrsFile, SrsOptions, SrsQuery,
+};
 pub use synthesis::{synthesize, SynthesisCs, SynthesisError};
 pub use token::{ComputeToken, TokenGuard};
 

@@ -10,6 +10,7 @@
 //! returns an error. From the page cache both run at memory speed.
 
 mod decode;
+mod file;
 mod layout;
 pub(crate) mod sections;
 mod write;
@@ -21,6 +22,7 @@ use blstrs::{Bls12, G1Affine, G2Affine};
 
 use crate::VerifyingKey;
 
+pub use file::{point_bytes, SrsFile, SrsQuery};
 pub use layout::{Layout, Section, SectionKind};
 
 /// How much checking a load does beyond the always-on structural checks (lengths,
@@ -57,6 +59,9 @@ pub struct Srs {
     /// proves with them holds them in its own memory ([`Srs::released`]); the five vectors
     /// are then empty and this keeps what they were.
     pub released: Option<Released>,
+    /// For a released SRS: its file, open, for devices that stream the points from it
+    /// ([`SrsFile`]); `None` when it has no file or the file no longer holds its points.
+    pub file: Option<std::sync::Arc<SrsFile>>,
 }
 
 /// Values that devices attach to an [`Srs`]'s host points, one per type, dropped before
@@ -259,7 +264,7 @@ fn read_vk_beside(params: &Path) -> Result<Option<(VerifyingKey, PathBuf)>, SrsE
 
 /// Opens a `.params` file and walks its length prefixes ([`Layout::walk`]): what
 /// [`Srs::load`] and [`Srs::check_file`] both start with.
-fn open_walked(path: &Path) -> Result<(File, Layout), SrsError> {
+pub(crate) fn open_walked(path: &Path) -> Result<(File, Layout), SrsError> {
     let io_err = |source| SrsError::Io {
         path: path.to_path_buf(),
         source,
@@ -329,6 +334,7 @@ impl Srs {
             b_g1,
             b_g2,
             released: None,
+            file: None,
         })
     }
 
@@ -370,6 +376,7 @@ impl Srs {
             b_g1: params.b_g1.to_vec(),
             b_g2: params.b_g2.to_vec(),
             released: None,
+            file: None,
         }
     }
 
@@ -424,6 +431,14 @@ impl Srs {
         }
     }
 
+    /// Points of the B query in G2 (equal to B in G1 in any file; in memory they may differ).
+    fn b_g2_len(&self) -> usize {
+        match self.released {
+            Some(r) => r.lens.b,
+            None => self.b_g2.len(),
+        }
+    }
+
     /// Whether the query points were released from host memory.
     pub fn is_released(&self) -> bool {
         self.released.is_some()
@@ -432,7 +447,20 @@ impl Srs {
     /// A copy without the query points (verifying key, path, lengths and fingerprint
     /// kept), for when every device that proves with it holds the points itself: a
     /// 32 GiB PoRep SRS is 47.4 GB of host memory that a VRAM-resident daemon never reads.
+    /// The copy keeps its file open ([`Srs::file`]) when the file still holds these
+    /// points, so that a device may stream them from it.
     pub fn released(&self) -> Srs {
+        let file = match (&self.file, self.path.as_os_str().is_empty()) {
+            (Some(f), _) => Some(f.clone()),
+            (None, true) => None,
+            (None, false) => match SrsFile::open(self) {
+                Ok(f) => Some(std::sync::Arc::new(f)),
+                Err(e) => {
+                    tracing::warn!(path = %self.path.display(), "srs file not kept open for streaming: {e}");
+                    None
+                }
+            },
+        };
         Srs {
             host_pins: HostPins::default(),
             path: self.path.clone(),
@@ -446,6 +474,7 @@ impl Srs {
                 lens: self.lens(),
                 fingerprint: self.fingerprint(),
             }),
+            file,
         }
     }
 
@@ -454,12 +483,27 @@ impl Srs {
     /// released SRS gives the fingerprint of the points it had. Devices key the copies they
     /// hold by it.
     pub fn fingerprint(&self) -> [u8; 32] {
-        use sha2::{Digest, Sha256};
-        /// Points sampled from each query (plus the last one).
-        const SAMPLE_POINTS: usize = 16;
         if let Some(r) = self.released {
             return r.fingerprint;
         }
+        self.fingerprint_with(|q, i| match q {
+            SrsQuery::H => self.h[i].to_uncompressed().to_vec(),
+            SrsQuery::L => self.l[i].to_uncompressed().to_vec(),
+            SrsQuery::A => self.a[i].to_uncompressed().to_vec(),
+            SrsQuery::BG1 => self.b_g1[i].to_uncompressed().to_vec(),
+            SrsQuery::BG2 => self.b_g2[i].to_uncompressed().to_vec(),
+        })
+    }
+
+    /// [`Srs::fingerprint`] over the query lengths of [`Srs::lens`] with `point(q, i)`, the
+    /// uncompressed encoding of point `i` of query `q` (the file's bytes of it).
+    pub(crate) fn fingerprint_with(
+        &self,
+        mut point: impl FnMut(SrsQuery, usize) -> Vec<u8>,
+    ) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        /// Points sampled from each query (plus the last one).
+        const SAMPLE_POINTS: usize = 16;
         let mut h = Sha256::new();
         let vk = &self.vk;
         h.update(vk.alpha_g1.to_compressed());
@@ -471,25 +515,23 @@ impl Srs {
         for p in &vk.ic {
             h.update(p.to_compressed());
         }
-        fn sample<P>(h: &mut Sha256, points: &[P], bytes: impl Fn(&P) -> Vec<u8>) {
-            let len = points.len();
+        let lens = self.lens();
+        for (q, len) in [
+            (SrsQuery::H, lens.h),
+            (SrsQuery::L, lens.l),
+            (SrsQuery::A, lens.a),
+            (SrsQuery::BG1, lens.b),
+            (SrsQuery::BG2, self.b_g2_len()),
+        ] {
             h.update((len as u64).to_le_bytes());
             if len == 0 {
-                return;
+                continue;
             }
             let step = len.div_ceil(SAMPLE_POINTS).max(1);
             for i in (0..len).step_by(step).chain([len - 1]) {
-                h.update(bytes(&points[i]));
+                h.update(point(q, i));
             }
         }
-        let g1 = |p: &G1Affine| p.to_uncompressed().to_vec();
-        sample(&mut h, &self.h, g1);
-        sample(&mut h, &self.l, g1);
-        sample(&mut h, &self.a, g1);
-        sample(&mut h, &self.b_g1, g1);
-        sample(&mut h, &self.b_g2, |p: &G2Affine| {
-            p.to_uncompressed().to_vec()
-        });
         h.finalize().into()
     }
 }

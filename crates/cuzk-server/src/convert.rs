@@ -159,7 +159,8 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
                 tier: match e.tier {
                     SrsTier::Vram => pb::srs_status::Tier::Hot,
                     SrsTier::Host => pb::srs_status::Tier::Warm,
-                    SrsTier::Disk => pb::srs_status::Tier::Cold,
+                    // Streamed from the file: read from disk (through the page cache).
+                    SrsTier::Disk | SrsTier::File => pb::srs_status::Tier::Cold,
                 } as i32,
                 size_bytes: e.size_bytes,
                 ref_count: e.ref_count,

@@ -100,7 +100,7 @@ pub fn status_json(s: &EngineStatus) -> Value {
         })).collect::<Vec<_>>(),
         "srs": s.srs.iter().map(|e| json!({
             "circuit_id": e.circuit_id,
-            "tier": match e.tier { SrsTier::Vram => "vram", SrsTier::Host => "host", SrsTier::Disk => "disk" },
+            "tier": match e.tier { SrsTier::Vram => "vram", SrsTier::Host => "host", SrsTier::Disk => "disk", SrsTier::File => "file" },
             "size_bytes": e.size_bytes,
             "ref_count": e.ref_count,
             "path": e.path.display().to_string(),

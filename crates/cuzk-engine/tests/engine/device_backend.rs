@@ -28,6 +28,10 @@ struct StandInDevice {
     token: ComputeToken,
     /// Host bytes it reports pinned.
     pinned: u64,
+    /// Whether it streams the points (from the file once the host copy is released)
+    /// instead of holding them, and how many calls read them from the file.
+    streams: bool,
+    from_file: std::sync::atomic::AtomicUsize,
 }
 
 fn key(srs: &Srs) -> [u8; 32] {
@@ -52,11 +56,17 @@ impl Backend for StandInDevice {
         let wait = t.elapsed();
         report.push(ProveStage::TokenWait, wait);
         let held = std::time::Instant::now();
-        // Released host points: the device's own copy, as a GPU reads its resident one.
+        // Released host points: the device's own copy, as a GPU reads its resident one,
+        // or the points read from the file, as a GPU streams them.
         let own = self.resident.lock().get(&key(srs)).cloned();
-        let out = match own {
-            Some(own) => self.cpu.compute(asg, &own, report)?,
-            None => self.cpu.compute(asg, srs, report)?,
+        let out = match (own, &srs.file) {
+            (Some(own), _) => self.cpu.compute(asg, &own, report)?,
+            (None, Some(_)) if self.streams && srs.is_released() => {
+                self.from_file
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.cpu.compute(asg, &read_from_file(srs), report)?
+            }
+            (None, _) => self.cpu.compute(asg, srs, report)?,
         };
         report.token = Some(TokenTimes {
             wait_start: Duration::from_millis(30),
@@ -81,7 +91,14 @@ impl Backend for StandInDevice {
             .map_or(0, |own| own.host_bytes() as u64)
     }
 
+    fn streams_srs_from_file(&self, _srs: &Srs) -> bool {
+        self.streams
+    }
+
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
+        if self.streams {
+            return Ok(0);
+        }
         if srs.is_released() {
             return Err(BackendError::SrsReleased);
         }
@@ -97,13 +114,67 @@ impl Backend for StandInDevice {
     }
 }
 
+/// The query points of a released SRS read from its file, as a streaming device reads
+/// them chunk by chunk (here all at once), decoded from the memory layout they arrive in.
+fn read_from_file(srs: &Srs) -> Srs {
+    use blstrs::{Fp, Fp2, G1Affine, G2Affine};
+    use cuzk_groth16::{point_bytes, SrsQuery};
+    let file = srs.file.as_ref().expect("a file");
+    let fp = |b: &[u8], c: usize| {
+        let mut l = [0u64; 6];
+        for (w, limb) in l.iter_mut().enumerate() {
+            let at = c * 48 + w * 8;
+            *limb = u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        }
+        Fp::from_raw_unchecked(l)
+    };
+    let bytes = |q: SrsQuery| {
+        let mut dst = vec![0u8; file.len(q) * point_bytes(q)];
+        file.read_into(q, 0, &mut dst).expect("the file reads");
+        dst
+    };
+    let g1 = |q: SrsQuery| -> Vec<G1Affine> {
+        bytes(q)
+            .chunks(96)
+            .map(|p| G1Affine::from_raw_unchecked(fp(p, 0), fp(p, 1), false))
+            .collect()
+    };
+    let b_g2 = bytes(SrsQuery::BG2)
+        .chunks(192)
+        .map(|p| {
+            let x = Fp2::new(fp(p, 0), fp(p, 1));
+            let y = Fp2::new(fp(p, 2), fp(p, 3));
+            G2Affine::from_raw_unchecked(x, y, false)
+        })
+        .collect();
+    Srs {
+        host_pins: Default::default(),
+        path: srs.path.clone(),
+        vk: srs.vk.clone(),
+        h: g1(SrsQuery::H),
+        l: g1(SrsQuery::L),
+        a: g1(SrsQuery::A),
+        b_g1: g1(SrsQuery::BG1),
+        b_g2,
+        released: None,
+        file: None,
+    }
+}
+
 /// A stand-in device reporting `pinned` host bytes, with `workers` prove workers.
 fn stand_in(pinned: u64, workers: usize) -> (Arc<StandInDevice>, DeviceSpec) {
+    stand_in_device(pinned, workers, false)
+}
+
+/// [`stand_in`], streaming the points instead of holding them when `streams`.
+fn stand_in_device(pinned: u64, workers: usize, streams: bool) -> (Arc<StandInDevice>, DeviceSpec) {
     let backend = Arc::new(StandInDevice {
         cpu: CpuBackend::new(),
         resident: Mutex::new(HashMap::new()),
         token: ComputeToken::new(),
         pinned,
+        streams,
+        from_file: Default::default(),
     });
     let device = DeviceSpec {
         name: "gpu:0".into(),
@@ -329,4 +400,44 @@ fn the_host_copy_goes_once_the_device_holds_the_srs_and_comes_back_when_it_does_
     let s = entry(&engine);
     assert_eq!(s.tier, SrsTier::Host, "{s:?}");
     assert!(s.size_bytes > 0, "{s:?}");
+}
+
+// An SRS larger than its host budget, on a device that streams the points: preload
+// releases the host copy before anything else is held, the entry reports the `File`
+// tier with no host bytes, and the partitions read the points from the file (the
+// engine never reads them back into host memory). See: #26.
+#[test]
+fn an_srs_larger_than_its_budget_is_streamed_from_its_file() {
+    let (backend, device) = stand_in_device(0, 2, true);
+    let cfg = EngineConfig {
+        param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
+        srs_budget_bytes: 4096,
+        ..EngineConfig::default()
+    };
+    let engine =
+        Engine::start(cfg, KindRegistry::with_synthetic(), vec![device]).expect("engine starts");
+    let id = SyntheticSpec {
+        log_n: 6,
+        n_partitions: 1,
+        seed: 0,
+    }
+    .circuit_id();
+    let entry = |e: &Engine| {
+        e.srs_status()
+            .into_iter()
+            .find(|s| s.circuit_id == id)
+            .expect("listed")
+    };
+    engine.preload_srs(&id).expect("preload");
+    let s = entry(&engine);
+    assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
+    let out = prove_one(&engine, 7, 3);
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    assert_eq!(
+        backend.from_file.load(std::sync::atomic::Ordering::Relaxed),
+        3,
+        "every partition read the points from the file"
+    );
+    let s = entry(&engine);
+    assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
 }

@@ -435,8 +435,8 @@ impl GpuBackend {
     fn resident_for(&self, srs: &Srs, shape: &SlotShape) -> Result<Option<Arc<ResidentSrs>>> {
         let fit = self.fit(srs, shape)?;
         if !fit.srs_resident {
-            // Streaming reads the host points.
-            return match srs.is_released() {
+            // Streaming reads the host points, or those of the file.
+            return match srs.is_released() && srs.file.is_none() {
                 true => Err(GpuError::SrsReleased),
                 false => Ok(None),
             };
@@ -571,6 +571,13 @@ impl Backend for GpuBackend {
         })?;
         let device_err = |stage, e: GpuError| match e {
             GpuError::SrsReleased => BackendError::SrsReleased,
+            GpuError::SrsFile(e) => {
+                tracing::warn!(
+                    gpu = self.dev.ordinal(),
+                    "{e}: the points are read back into host memory"
+                );
+                BackendError::SrsReleased
+            }
             e @ GpuError::OverBudget { .. } => BackendError::TooLarge {
                 what: e.to_string(),
             },
@@ -643,5 +650,10 @@ impl Backend for GpuBackend {
 
     fn evict_srs(&self, srs: &Srs) -> u64 {
         self.srs.evict_idle_one(&self.dev, &fingerprint(srs))
+    }
+
+    fn streams_srs_from_file(&self, srs: &Srs) -> bool {
+        let shape = shape_of_srs(srs);
+        matches!(self.fit(srs, &shape), Ok(f) if !f.srs_resident) && self.srs_device_bytes(srs) == 0
     }
 }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, Srs};
+use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, Srs, SrsQuery};
 
 use super::matrices::ResidentMatrices;
 use super::plan::{Placement, ProvePlan, SumPlan};
@@ -16,7 +16,8 @@ use super::prove::Ready;
 use super::residency::{Query, ResidentSrs};
 use super::slots::{SlotShape, SlotVec, SlotVecs};
 use super::sums::{
-    enqueue_chunk, enqueue_streamed, interleave_order, OutRegions, Ring, RingSum, StreamBufs, RING,
+    enqueue_chunk, enqueue_streamed, interleave_order, HostPoints, OutRegions, Ring, RingSum,
+    StreamBufs, RING,
 };
 use super::{GpuBackend, Shared};
 use crate::device::arena::{DevRegion, VramArena};
@@ -37,15 +38,26 @@ fn stage_of(q: Query) -> ProveStage {
     }
 }
 
-/// The host points of query `q` (blst affine points, as bytes).
-fn host_points(srs: &Srs, q: Query) -> &[u8] {
-    match q {
+/// The host points of query `q`: blst affine points in memory, or, for an SRS released
+/// from host memory, its file.
+fn host_points(srs: &Srs, q: Query) -> HostPoints<'_> {
+    if let (true, Some(f)) = (srs.is_released(), srs.file.as_deref()) {
+        let sq = match q {
+            Query::H => SrsQuery::H,
+            Query::L => SrsQuery::L,
+            Query::A => SrsQuery::A,
+            Query::BG1 => SrsQuery::BG1,
+            Query::BG2 => SrsQuery::BG2,
+        };
+        return HostPoints::File(f, sq);
+    }
+    HostPoints::Memory(match q {
         Query::H => as_bytes(&srs.h),
         Query::L => as_bytes(&srs.l),
         Query::A => as_bytes(&srs.a),
         Query::BG1 => as_bytes(&srs.b_g1),
         Query::BG2 => as_bytes(&srs.b_g2),
-    }
+    })
 }
 
 /// What the sums read besides the bases: the witness vectors and the quotient's
@@ -188,7 +200,9 @@ impl GpuBackend {
                 for q in [Query::H, Query::L, Query::A] {
                     let sum = &plan.sums[q as usize];
                     let scalars = scalars.of(q, sum.n)?;
-                    let host = host_points(srs, q);
+                    let HostPoints::Memory(host) = host_points(srs, q) else {
+                        return Err(GpuError::Internal("registered points not in memory".into()));
+                    };
                     group.push(RingSum { sum, host, scalars });
                 }
                 let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();

@@ -10,6 +10,7 @@
 //! [`ProvePlan`]: crate::backend::plan::ProvePlan
 
 use cudarc::driver::CudaEvent;
+use cuzk_groth16::{SrsFile, SrsQuery};
 
 use crate::backend::plan::{ChunkOut, SumPlan};
 use crate::backend::residency::copy_parallel;
@@ -197,6 +198,40 @@ pub struct StreamBufs<'a> {
     pub scratch: DevRegion<'a>,
 }
 
+/// Where a streamed sum's bases are on the host: blst affine points in memory (copied
+/// straight from it when registered, else through pinned bounce buffers), or in the
+/// parameters file (read and decoded into the bounce buffers chunk by chunk).
+#[derive(Clone, Copy)]
+pub enum HostPoints<'a> {
+    /// Points in host memory, as bytes.
+    Memory(&'a [u8]),
+    /// Query `.1` of the parameters file `.0`.
+    File(&'a SrsFile, SrsQuery),
+}
+
+impl HostPoints<'_> {
+    /// Points there, of `pb` bytes each.
+    fn points(&self, pb: usize) -> usize {
+        match self {
+            HostPoints::Memory(m) => m.len() / pb,
+            HostPoints::File(f, q) => f.len(*q),
+        }
+    }
+
+    /// Points `first..` into `dst` (a whole number of `pb`-byte points), in memory layout.
+    fn read(&self, first: usize, dst: &mut [u8], pb: usize) -> Result<()> {
+        match self {
+            HostPoints::Memory(m) => {
+                copy_parallel(dst, &m[first * pb..first * pb + dst.len()]);
+                Ok(())
+            }
+            HostPoints::File(f, q) => f
+                .read_into(*q, first, dst)
+                .map_err(|e| GpuError::SrsFile(e.to_string())),
+        }
+    }
+}
+
 /// Enqueues `sum` with its bases in host memory (`host`, blst affine points) and the
 /// scalars on the device, its chunks' results into `results` at the plan's offsets. With
 /// `host` registered (`reg`), each chunk is copied straight from it on the copy stream,
@@ -213,16 +248,16 @@ pub fn enqueue_streamed(
     dev: &Device,
     sb: &mut StreamBufs<'_>,
     sum: &SumPlan,
-    host: &[u8],
+    host: HostPoints<'_>,
     reg: Option<&HostRegistration>,
     scalars: &DevRegion<'_>,
     results: &DevRegion<'_>,
 ) -> Result<()> {
     let (pb, chunk, n) = (sum.group.affine_bytes(), sum.chunk, sum.n);
-    if host.len() < n * pb || scalars.bytes() < n * FR_BYTES {
+    if host.points(pb) < n || scalars.bytes() < n * FR_BYTES {
         return Err(GpuError::Input(format!(
-            "{n} streamed points: {} host bytes, {} scalar bytes",
-            host.len(),
+            "{n} streamed points: {} host points, {} scalar bytes",
+            host.points(pb),
             scalars.bytes()
         )));
     }
@@ -235,28 +270,31 @@ pub fn enqueue_streamed(
         return Ok(());
     }
     let part = |j: usize| (j * chunk, ((j + 1) * chunk).min(n));
-    let bytes = |j: usize| {
+    let len = |j: usize| {
         let (b, e) = part(j);
-        &host[b * pb..e * pb]
+        (e - b) * pb
     };
-    if let Some(reg) = reg {
+    if let (Some(reg), HostPoints::Memory(mem)) = (reg, host) {
+        let bytes = |j: usize| {
+            let (b, e) = part(j);
+            &mem[b * pb..e * pb]
+        };
         return enqueue_registered(dev, sb, sum, reg, &part, &bytes, scalars, results);
     }
     let mut pins = [sb.pinned[0].take(), sb.pinned[1].take()];
     let mut flight: [Option<PinnedUpload>; 2] = [None, None];
     let r = (|| -> Result<()> {
-        let fill = |pin: &mut Option<PinnedBuf>, src: &[u8]| -> Result<()> {
+        let fill = |pin: &mut Option<PinnedBuf>, j: usize| -> Result<()> {
             let buf = pin
                 .as_mut()
                 .ok_or_else(|| GpuError::Internal("stream staging missing".into()))?;
             let dst = buf.as_mut_slice()?;
-            if dst.len() < src.len() {
+            if dst.len() < len(j) {
                 return Err(GpuError::Input(
                     "pinned staging smaller than a chunk".into(),
                 ));
             }
-            copy_parallel(&mut dst[..src.len()], src);
-            Ok(())
+            host.read(part(j).0, &mut dst[..len(j)], pb)
         };
         // Chunk j into device buffer j % 2, after the sum that last read that buffer.
         let send = |j: usize,
@@ -275,13 +313,13 @@ pub fn enqueue_streamed(
             let buf = pins[k]
                 .take()
                 .ok_or_else(|| GpuError::Internal("stream staging missing".into()))?;
-            flight[k] = Some(dev.upload_pinned(&sb.device[k], buf, bytes(j).len())?);
+            flight[k] = Some(dev.upload_pinned(&sb.device[k], buf, len(j))?);
             Ok(())
         };
-        fill(&mut pins[0], bytes(0))?;
+        fill(&mut pins[0], 0)?;
         send(0, &mut pins, &mut flight, &sb.used)?;
         if sum.chunks > 1 {
-            fill(&mut pins[1], bytes(1))?;
+            fill(&mut pins[1], 1)?;
         }
         for j in 0..sum.chunks {
             let k = j % 2;
@@ -304,7 +342,7 @@ pub fn enqueue_streamed(
                 pins[k] = Some(up.wait()?);
             }
             if j + 2 < sum.chunks {
-                fill(&mut pins[k], bytes(j + 2))?;
+                fill(&mut pins[k], j + 2)?;
             }
         }
         Ok(())

@@ -241,6 +241,7 @@ pub(super) fn finish(
         b_g1,
         b_g2,
         released: None,
+        file: None,
     };
     Ok(Generated {
         srs,

@@ -175,5 +175,6 @@ pub fn srs_from_params(params: &Parameters<Bls12>) -> Srs {
         b_g1: params.b_g1.to_vec(),
         b_g2: params.b_g2.to_vec(),
         released: None,
+        file: None,
     }
 }

@@ -383,3 +383,87 @@ fn trailing_bytes_and_missing_files() {
         Err(SrsError::Io { .. })
     ));
 }
+
+/// `points[i]` from blst-layout bytes (Montgomery limbs, little-endian; G2 c0 then c1).
+fn limbs_at(bytes: &[u8], coord: usize) -> Fp {
+    let mut l = [0u64; 6];
+    for (w, limb) in l.iter_mut().enumerate() {
+        let at = coord * 48 + w * 8;
+        *limb = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    }
+    Fp::from_raw_unchecked(l)
+}
+
+#[test]
+fn a_released_srs_reads_its_points_from_the_file_in_memory_layout() {
+    use blstrs::{Fp2, G2Affine};
+    use cuzk_groth16::{point_bytes, SrsQuery};
+    let (_, bytes) = bellperson_params(9, 3);
+    let path = temp_file("stream", &bytes);
+    let srs = Srs::load(&path, SrsOptions::default()).expect("loads");
+    let released = srs.released();
+    assert!(released.is_released() && released.host_bytes() == 0);
+    assert_eq!(released.fingerprint(), srs.fingerprint());
+    let file = released
+        .file
+        .clone()
+        .expect("the file still holds the points");
+    let g1 = |q: SrsQuery, pts: &[G1Affine]| {
+        assert_eq!(file.len(q), pts.len());
+        // The whole query, one point, and a range that starts and ends inside it.
+        for (first, n) in [(0, pts.len()), (pts.len() - 1, 1), (3, pts.len() / 2 + 1)] {
+            let mut dst = vec![0u8; n * point_bytes(q)];
+            file.read_into(q, first, &mut dst).expect("reads");
+            for (i, p) in dst.chunks(96).enumerate() {
+                let got = G1Affine::from_raw_unchecked(limbs_at(p, 0), limbs_at(p, 1), false);
+                assert_eq!(got, pts[first + i], "{q:?} point {}", first + i);
+            }
+        }
+    };
+    g1(SrsQuery::H, &srs.h);
+    g1(SrsQuery::L, &srs.l);
+    g1(SrsQuery::A, &srs.a);
+    g1(SrsQuery::BG1, &srs.b_g1);
+    // Reads that drop what they read from the page cache give the same points.
+    file.set_cache_share(0);
+    g1(SrsQuery::H, &srs.h);
+    let n = srs.b_g2.len();
+    let mut dst = vec![0u8; n * 192];
+    file.read_into(SrsQuery::BG2, 0, &mut dst).expect("reads");
+    for (i, p) in dst.chunks(192).enumerate() {
+        let x = Fp2::new(limbs_at(p, 0), limbs_at(p, 1));
+        let y = Fp2::new(limbs_at(p, 2), limbs_at(p, 3));
+        assert_eq!(
+            G2Affine::from_raw_unchecked(x, y, false),
+            srs.b_g2[i],
+            "b_g2 point {i}"
+        );
+    }
+    // A range past the query's end is an error, not a short read.
+    let mut past = vec![0u8; 2 * 96];
+    let e = file
+        .read_into(SrsQuery::H, srs.h.len() - 1, &mut past)
+        .expect_err("past the end");
+    assert!(matches!(e, SrsError::BadLength { section: "h", .. }), "{e}");
+
+    // The file truncated under the daemon: a read fails with an error.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("opens");
+    f.set_len(bytes.len() as u64 - 100).expect("truncates");
+    let mut last = vec![0u8; 192];
+    let e = file
+        .read_into(SrsQuery::BG2, n - 1, &mut last)
+        .expect_err("truncated");
+    assert!(matches!(e, SrsError::Io { .. }), "{e}");
+
+    // Another file under the same name is not streamed from.
+    let (_, other) = bellperson_params(9, 4);
+    std::fs::write(&path, &other).expect("rewrites");
+    assert!(
+        srs.released().file.is_none(),
+        "a replaced file is not streamed from"
+    );
+    let _ = std::fs::remove_file(&path);
+}
