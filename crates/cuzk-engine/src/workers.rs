@@ -328,10 +328,19 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, mut ready
     shared.metrics.stage(Stage::Compute, held_to - held_from);
     if let CallOutcome::Proved(proved) = &outcome {
         let report = &proved.1;
+        // A stage the device timed is drawn with its device time: the host's enqueue of
+        // streamed chunks returns when their copies are done, so host walls shift time
+        // between stages. The upload's device time spans the call (its copies run beside
+        // the kernels): it keeps its wall.
         let stages: Vec<(String, Duration)> = report
             .stages
             .iter()
-            .map(|s| (s.stage.to_string(), s.wall))
+            .map(|s| {
+                let device = s
+                    .device
+                    .filter(|_| s.stage != cuzk_groth16::ProveStage::Upload);
+                (s.stage.to_string(), device.unwrap_or(s.wall))
+            })
             .collect();
         shared
             .timeline
