@@ -44,11 +44,14 @@ impl Machine {
 
     /// This machine: the threads `std::thread::available_parallelism` reports (CPU
     /// affinity and cgroup quotas included) and the smaller of `MemTotal` in
-    /// `/proc/meminfo` and the cgroup v2 limit `/sys/fs/cgroup/memory.max`.
+    /// `/proc/meminfo` and the cgroup v2 limit of this process's cgroup
+    /// ([`cgroup_memory_limit`]: a systemd unit's `MemoryMax=`, a container's limit).
     pub fn detect() -> Machine {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let mem_total = read_meminfo_total(Path::new("/proc/meminfo"));
-        let cgroup = read_cgroup_limit(Path::new("/sys/fs/cgroup/memory.max"));
+        let cgroup = std::fs::read_to_string("/proc/self/cgroup")
+            .ok()
+            .and_then(|text| cgroup_memory_limit(Path::new("/sys/fs/cgroup"), &text));
         let mem_total_bytes = match (mem_total, cgroup) {
             (Some(m), Some(c)) => m.min(c),
             (Some(m), None) => m,
@@ -118,6 +121,29 @@ fn read_cgroup_limit(path: &Path) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
+/// The tightest cgroup v2 `memory.max` over this process's cgroup and its ancestors, given
+/// the cgroup mount `root` and the text of `/proc/self/cgroup` (its v2 line `0::/path`).
+/// A systemd unit with `MemoryMax=` sits below the root
+/// (`/sys/fs/cgroup/system.slice/cuzk.service/memory.max`); the root itself has no
+/// `memory.max`. `None` when no level sets one.
+pub fn cgroup_memory_limit(root: &Path, proc_self_cgroup: &str) -> Option<u64> {
+    let rel = proc_self_cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))?
+        .trim()
+        .trim_start_matches('/');
+    let mut dir = root.join(rel);
+    let mut limit: Option<u64> = None;
+    loop {
+        if let Some(l) = read_cgroup_limit(&dir.join("memory.max")) {
+            limit = Some(limit.map_or(l, |m| m.min(l)));
+        }
+        if dir == root || !dir.pop() || !dir.starts_with(root) {
+            return limit;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +202,30 @@ mod tests {
         assert_eq!(parse_meminfo_total(text), Some(131_072_000 * 1024));
         assert_eq!(parse_meminfo_total("MemFree: 5 kB\n"), None);
         assert_eq!(parse_meminfo_total("MemTotal: lots kB\n"), None);
+    }
+
+    #[test]
+    fn the_cgroup_limit_is_the_tightest_of_this_process_and_its_ancestors() {
+        let root = std::env::temp_dir().join(format!("cuzk-cgroup-{}", std::process::id()));
+        let unit = root.join("system.slice/cuzk.service");
+        std::fs::create_dir_all(&unit).expect("temp dir is writable");
+        let write = |dir: &Path, v: &str| std::fs::write(dir.join("memory.max"), v).expect("writes");
+        let cg = "0::/system.slice/cuzk.service\n";
+        // No level sets one (the root has no file; "max" is no limit).
+        assert_eq!(cgroup_memory_limit(&root, cg), None);
+        write(&unit, "max\n");
+        assert_eq!(cgroup_memory_limit(&root, cg), None);
+        // The unit's MemoryMax=64G.
+        write(&unit, "68719476736\n");
+        assert_eq!(cgroup_memory_limit(&root, cg), Some(64 * GIB));
+        // A tighter slice above it wins; a looser one does not.
+        write(&root.join("system.slice"), "34359738368\n");
+        assert_eq!(cgroup_memory_limit(&root, cg), Some(32 * GIB));
+        write(&root.join("system.slice"), "137438953472\n");
+        assert_eq!(cgroup_memory_limit(&root, cg), Some(64 * GIB));
+        // A v1-only file (no "0::" line) gives none.
+        assert_eq!(cgroup_memory_limit(&root, "4:memory:/x\n"), None);
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
