@@ -209,7 +209,8 @@ mod tests {
         let root = std::env::temp_dir().join(format!("cuzk-cgroup-{}", std::process::id()));
         let unit = root.join("system.slice/cuzk.service");
         std::fs::create_dir_all(&unit).expect("temp dir is writable");
-        let write = |dir: &Path, v: &str| std::fs::write(dir.join("memory.max"), v).expect("writes");
+        let write =
+            |dir: &Path, v: &str| std::fs::write(dir.join("memory.max"), v).expect("writes");
         let cg = "0::/system.slice/cuzk.service\n";
         // No level sets one (the root has no file; "max" is no limit).
         assert_eq!(cgroup_memory_limit(&root, cg), None);

@@ -400,7 +400,7 @@ macro_rules! backend_test {
     };
 }
 
-#[path = "../../cuzk-groth16/tests/groth16/common.rs"]
-mod common;
-#[path = "../../cuzk-groth16/tests/groth16/prove_backends.rs"]
-mod prove_backends;
+/// The prove tests every backend must pass (cuzk-groth16's testkit), on both backends.
+mod prove_backends {
+    cuzk_groth16::for_each_backend_test!(backend_test);
+}

@@ -27,6 +27,8 @@ pub mod stats;
 pub mod sublayout;
 pub mod synthesis;
 pub mod synthetic;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod token;
 pub mod witness;
 

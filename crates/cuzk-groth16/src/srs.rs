@@ -450,10 +450,11 @@ impl Srs {
     /// The copy keeps its file open ([`Srs::file`]) when the file still holds these
     /// points, so that a device may stream them from it.
     pub fn released(&self) -> Srs {
-        let file = match (&self.file, self.path.as_os_str().is_empty()) {
+        // Parameters made in memory (no file, or a name that is not one) have none to keep.
+        let file = match (&self.file, self.path.is_file()) {
             (Some(f), _) => Some(f.clone()),
-            (None, true) => None,
-            (None, false) => match SrsFile::open(self) {
+            (None, false) => None,
+            (None, true) => match SrsFile::open(self) {
                 Ok(f) => Some(std::sync::Arc::new(f)),
                 Err(e) => {
                     tracing::warn!(path = %self.path.display(), "srs file not kept open for streaming: {e}");

@@ -2,8 +2,8 @@
 //! binary links bellperson and blst again).
 
 /// Runs one test body on every backend this crate has, the CPU's:
-/// `backend_test!(name, |b: &dyn Backend| …)`. cuzk-gpu's tests include
-/// `prove_backends.rs` with their own `backend_test!`, which adds the GPU backend.
+/// `backend_test!(name, |b: &dyn Backend| …)`. cuzk-gpu's tests run the testkit's prove
+/// tests with their own `backend_test!`, which adds the GPU backend.
 macro_rules! backend_test {
     ($name:ident, $body:expr) => {
         mod $name {
@@ -18,7 +18,6 @@ macro_rules! backend_test {
     };
 }
 
-mod common;
 mod paramgen_bellperson;
 #[cfg(feature = "bellperson-native")]
 mod prove_backends;

@@ -1,16 +1,17 @@
-//! Shared pieces of the prover tests: a seeded random circuit with the features the
-//! prover must get right (bits, zero and one values, field elements, public inputs in A
-//! and B, inputs allocated late), an [`Srs`] built from bellperson's in-memory
-//! `Parameters`. Shared with cuzk-gpu's tests (included by path), which run the prove
-//! tests of `prove_backends.rs` on the GPU backend too.
-#![allow(dead_code)] // without bellperson-native only a subset is used
+//! What the tests of this crate and of the backends above it share (feature `testkit`):
+//! a seeded random circuit with the features the prover must get right (bits, zero and
+//! one values, field elements, public inputs in A and B, inputs allocated late), an
+//! [`Srs`] built from bellperson's in-memory `Parameters`, and the prove tests every
+//! backend must pass ([`backend_tests`], run through [`for_each_backend_test!`]).
+
+pub mod backend_tests;
 
 use std::path::PathBuf;
 
+use crate::{Scalar, Srs};
 use bellperson::groth16::{generate_random_parameters, Parameters};
 use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 use blstrs::Bls12;
-use cuzk_groth16::{Scalar, Srs};
 use ff::Field;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -177,4 +178,45 @@ pub fn srs_from_params(params: &Parameters<Bls12>) -> Srs {
         released: None,
         file: None,
     }
+}
+
+/// Invokes the macro `$m` as `$m!(name, path::to::body)` for each test of
+/// [`backend_tests`], so that a test crate runs them all on its backends through its own
+/// `backend_test!(name, body)` (the body a function of `&dyn Backend`).
+#[macro_export]
+macro_rules! for_each_backend_test {
+    ($m:ident) => {
+        $m!(
+            random_circuits_verify,
+            $crate::testkit::backend_tests::random_circuits_verify
+        );
+        $m!(
+            matches_bellperson_byte_for_byte,
+            $crate::testkit::backend_tests::matches_bellperson_byte_for_byte
+        );
+        $m!(
+            deferred_assignments_prove_as_evaluated,
+            $crate::testkit::backend_tests::deferred_assignments_prove_as_evaluated
+        );
+        $m!(
+            bad_proofs_inputs_and_keys_are_rejected,
+            $crate::testkit::backend_tests::bad_proofs_inputs_and_keys_are_rejected
+        );
+        $m!(
+            proof_bytes_round_trip,
+            $crate::testkit::backend_tests::proof_bytes_round_trip
+        );
+        $m!(
+            params_written_by_bellperson_prove,
+            $crate::testkit::backend_tests::params_written_by_bellperson_prove
+        );
+        $m!(
+            mismatched_parameters_are_errors,
+            $crate::testkit::backend_tests::mismatched_parameters_are_errors
+        );
+        $m!(
+            synthetic_porep_shaped_circuits_match_bellperson,
+            $crate::testkit::backend_tests::synthetic_porep_shaped_circuits_match_bellperson
+        );
+    };
 }
