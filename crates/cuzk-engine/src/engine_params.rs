@@ -8,7 +8,7 @@ use tracing::{info, warn};
 
 use cuzk_groth16::Srs;
 
-use crate::srs_manager::{SrsStatus, SrsTier};
+use crate::srs_manager::{SrsLease, SrsStatus, SrsTier};
 use crate::state::Shared;
 use crate::{Engine, EngineError};
 
@@ -33,6 +33,25 @@ pub(crate) fn release_if_held(shared: &Shared, circuit_id: &str, srs: &Srs) {
         return;
     }
     release_if_streamed(shared, circuit_id, srs);
+}
+
+/// `lease`, or, when [`release_if_streamed`] releases its SRS's host copy (or another
+/// worker did), a lease on the released copy instead, so that this one does not keep the
+/// host copy alive. Called right after each acquire: on a host whose budget the copy
+/// overdraws, the devices then never make their staging while it is held.
+pub(crate) fn streamed_lease(shared: &Shared, circuit_id: &str, lease: SrsLease) -> SrsLease {
+    release_if_streamed(shared, circuit_id, lease.srs());
+    let entry_released = shared
+        .srs
+        .resident(circuit_id)
+        .is_some_and(|s| s.is_released());
+    if lease.srs().is_released() || !entry_released {
+        return lease;
+    }
+    match shared.srs.acquire(circuit_id) {
+        Ok((released, _)) => released,
+        Err(_) => lease,
+    }
 }
 
 /// Releases the host copy of `circuit_id`'s points when it is larger than the SRS budget
@@ -62,21 +81,11 @@ impl Engine {
     /// # Errors
     /// [`EngineError::UnknownSrs`], [`EngineError::SrsLoad`].
     pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        let (mut lease, loaded) = self.shared.srs.acquire(circuit_id)?;
+        let (lease, loaded) = self.shared.srs.acquire(circuit_id)?;
         let t = Instant::now();
         // Before the devices make their staging: a host copy too large for the SRS budget
         // gives way to the file first, so that the two are never held together.
-        release_if_streamed(&self.shared, circuit_id, lease.srs());
-        if !lease.srs().is_released()
-            && self
-                .shared
-                .srs
-                .resident(circuit_id)
-                .is_some_and(|s| s.is_released())
-        {
-            drop(lease);
-            lease = self.shared.srs.acquire(circuit_id)?.0;
-        }
+        let lease = streamed_lease(&self.shared, circuit_id, lease);
         // Then into each device that keeps parameters in its own memory.
         for device in &self.shared.devices {
             match device.spec.backend.preload_srs(lease.srs()) {

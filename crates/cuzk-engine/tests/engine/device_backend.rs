@@ -441,3 +441,30 @@ fn an_srs_larger_than_its_budget_is_streamed_from_its_file() {
     let s = entry(&engine);
     assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
 }
+
+// The same without a preload: the first partition's acquire loads the SRS and releases it
+// at once, before any device call, so no partition proves from the host copy. See: #26.
+#[test]
+fn an_srs_larger_than_its_budget_is_streamed_from_its_file_without_a_preload() {
+    let (backend, device) = stand_in_device(0, 2, true);
+    let cfg = EngineConfig {
+        param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
+        srs_budget_bytes: 4096,
+        ..EngineConfig::default()
+    };
+    let engine =
+        Engine::start(cfg, KindRegistry::with_synthetic(), vec![device]).expect("engine starts");
+    let out = prove_one(&engine, 8, 4);
+    assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    assert_eq!(
+        backend.from_file.load(std::sync::atomic::Ordering::Relaxed),
+        4,
+        "every partition read the points from the file"
+    );
+    let s = engine
+        .srs_status()
+        .into_iter()
+        .next()
+        .expect("the SRS is listed");
+    assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
+}
