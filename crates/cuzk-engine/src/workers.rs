@@ -258,7 +258,23 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, mut ready
             && device.spec.backend.srs_device_bytes(srs) == 0
             && !(srs.file.is_some() && device.spec.backend.streams_srs_from_file(srs))
     };
-    if needs_points(&ready.lease) {
+    // Except on the CPU fallback for an SRS streamed from its file because it is larger
+    // than its host budget: reading it back would take the host past its budget (on a
+    // 64 GiB host, 47.4 GB beside the GPUs' staging). The partition fails with the reason.
+    let over_budget = |lease: &SrsLease| {
+        let srs = lease.srs();
+        device.fallback && srs.file.is_some() && srs.points_bytes() > shared.cfg.srs_budget_bytes
+    };
+    let refused = (needs_points(&ready.lease) && over_budget(&ready.lease)).then(|| {
+        let srs = ready.lease.srs();
+        format!(
+            "the CPU fallback needs the parameters' {:.1} GB of points in host memory, more \
+             than the srs budget of {:.1} GB: they are streamed from their file to the GPUs only",
+            srs.points_bytes() as f64 / 1e9,
+            shared.cfg.srs_budget_bytes as f64 / 1e9
+        )
+    });
+    if needs_points(&ready.lease) && refused.is_none() {
         match shared.srs.acquire_full(&job.circuit_id) {
             Ok(full) => ready.lease = full,
             Err(err) => {
@@ -266,12 +282,15 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, mut ready
             }
         }
     }
-    let mut outcome = faults::call_backend(
-        device,
-        &ready.asg,
-        ready.lease.srs(),
-        shared.cfg.prove_timeout,
-    );
+    let mut outcome = match refused {
+        Some(reason) => CallOutcome::Refused(reason),
+        None => faults::call_backend(
+            device,
+            &ready.asg,
+            ready.lease.srs(),
+            shared.cfg.prove_timeout,
+        ),
+    };
     if matches!(outcome, CallOutcome::NeedsPoints) {
         // Evicted between the check and the call: once more with the points.
         outcome = match shared.srs.acquire_full(&job.circuit_id) {

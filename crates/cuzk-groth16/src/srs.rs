@@ -418,6 +418,13 @@ impl Srs {
         96 * (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) + 192 * self.b_g2.len()
     }
 
+    /// Host bytes the decoded points take when held, also for a released SRS (what a
+    /// read-back would allocate).
+    pub fn points_bytes(&self) -> u64 {
+        let l = self.lens();
+        96 * (l.h + l.l + l.a + l.b) as u64 + 192 * self.b_g2_len() as u64
+    }
+
     /// The query lengths, also of a released SRS.
     pub fn lens(&self) -> QueryLens {
         match self.released {

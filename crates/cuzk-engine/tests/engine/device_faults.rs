@@ -34,6 +34,8 @@ struct FaultyGpu {
     mode: Mode,
     cpu: CpuBackend,
     calls: AtomicUsize,
+    /// Whether it reports that it streams the SRS from its file.
+    streams: bool,
     /// A hung call waits here; dropping the test's sender lets it go.
     hang: Mutex<Receiver<()>>,
 }
@@ -41,6 +43,10 @@ struct FaultyGpu {
 impl Backend for FaultyGpu {
     fn name(&self) -> String {
         "faulty:0".into()
+    }
+
+    fn streams_srs_from_file(&self, _srs: &Srs) -> bool {
+        self.streams
     }
 
     fn compute(
@@ -77,6 +83,7 @@ fn faulty_gpu(mode: Mode, workers: usize) -> (Arc<FaultyGpu>, DeviceSpec, Sender
         mode,
         cpu: CpuBackend::new(),
         calls: AtomicUsize::new(0),
+        streams: false,
         hang: Mutex::new(hang),
     });
     let spec = DeviceSpec {
@@ -292,4 +299,43 @@ fn with_no_healthy_device_left_jobs_fail_with_a_reason_until_it_is_restored() {
     assert!(device(&engine, "gpu:0").in_service);
     assert!(!engine.restore_device("gpu:0"), "already in service");
     assert!(!engine.restore_device("gpu:9"), "no such device");
+}
+
+// An SRS streamed from its file because it is larger than its host budget is not read
+// back into host memory for the CPU fallback: with the GPU failing, the job fails with
+// that reason instead of taking the host past its budget. See: #26.
+#[test]
+fn the_fallback_does_not_read_back_an_srs_larger_than_its_budget() {
+    let (mut backend, _, _release) = faulty_gpu(Mode::Fail, 1);
+    Arc::get_mut(&mut backend).expect("sole owner").streams = true;
+    let gpu = DeviceSpec {
+        name: "gpu:0".into(),
+        hardware: "faulty stand-in".into(),
+        is_gpu: true,
+        ordinal: 0,
+        vram_total_bytes: 1 << 30,
+        backend: backend.clone(),
+        workers: Some(1),
+    };
+    let engine = engine(
+        EngineConfig {
+            device_fault_threshold: 1,
+            srs_budget_bytes: 4096,
+            ..EngineConfig::default()
+        },
+        gpu,
+    );
+    let id = engine.submit(spec(5, 1, 77)).expect("accepted").job_id;
+    let out = finish(&engine, &id);
+    assert_eq!(out.state, JobState::Failed, "{out:?}");
+    assert!(
+        out.error.contains("CPU fallback") && out.error.contains("srs budget"),
+        "{}",
+        out.error
+    );
+    let srs = engine.srs_status();
+    assert!(
+        srs.iter().all(|s| s.size_bytes == 0),
+        "not read back: {srs:?}"
+    );
 }
