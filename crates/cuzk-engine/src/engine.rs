@@ -71,6 +71,10 @@ impl Engine {
             },
             registry.clone(),
         ));
+        let stream_devices = devices.clone();
+        srs.set_stream_rule(Box::new(move |s| {
+            crate::engine_params::every_device_streams(&stream_devices, s)
+        }));
         let (journal, replayed) = if cfg.journal_dir.as_os_str().is_empty() {
             (None, Replayed::default())
         } else {

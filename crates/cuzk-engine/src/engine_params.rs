@@ -62,17 +62,22 @@ fn release_if_streamed(shared: &Shared, circuit_id: &str, srs: &Srs) {
     if srs.is_released() || srs.host_bytes() as u64 <= shared.cfg.srs_budget_bytes {
         return;
     }
-    let mut regular = shared
-        .devices
+    if every_device_streams(&shared.devices, srs) {
+        shared.srs.release_to_file(circuit_id);
+    }
+}
+
+/// Whether there is a regular device in service and every one streams `srs`'s points and
+/// can read them from its file ([`cuzk_groth16::Backend::streams_srs_from_file`]).
+pub(crate) fn every_device_streams(
+    devices: &[std::sync::Arc<crate::device::Device>],
+    srs: &Srs,
+) -> bool {
+    let mut regular = devices
         .iter()
         .filter(|d| !d.fallback && d.in_service())
         .peekable();
-    if regular.peek().is_none() {
-        return;
-    }
-    if regular.all(|d| d.spec.backend.streams_srs_from_file(srs)) {
-        shared.srs.release_to_file(circuit_id);
-    }
+    regular.peek().is_some() && regular.all(|d| d.spec.backend.streams_srs_from_file(srs))
 }
 
 impl Engine {

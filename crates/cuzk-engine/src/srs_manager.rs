@@ -84,7 +84,13 @@ pub struct SrsManager {
     reloading: Mutex<()>,
     // Which listed circuits' files can be proved with (readiness); loads report to it.
     check: ParamsCheck,
+    // Whether every device streams an SRS (set by the engine once its devices exist): one
+    // larger than the budget is then opened to stream from its file, never loaded.
+    streams: std::sync::OnceLock<StreamRule>,
 }
+
+/// Whether every device that proves streams this SRS's points (see [`SrsManager::set_stream_rule`]).
+pub type StreamRule = Box<dyn Fn(&Srs) -> bool + Send + Sync>;
 
 /// A reference to a resident SRS; the entry cannot be evicted while a lease lives.
 pub struct SrsLease {
@@ -132,7 +138,40 @@ impl SrsManager {
             entries: Mutex::new(HashMap::new()),
             load_done: Condvar::new(),
             reloading: Mutex::new(()),
+            streams: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets how the manager asks whether every device streams an SRS (given one opened to
+    /// stream, [`Srs::open_streamed`]): an SRS larger than the budget that they all stream
+    /// is then never decoded into host memory; its points are checked once, a chunk at a
+    /// time, and read from the file on each prove. Without a rule every SRS is loaded.
+    pub fn set_stream_rule(&self, rule: StreamRule) {
+        let _ = self.streams.set(rule);
+    }
+
+    /// Reads `path`: decoded into host memory, or, larger than the budget on devices that
+    /// all stream it, opened to stream from the file with its first `budget_bytes` left to
+    /// the page cache.
+    fn open(&self, circuit_id: &str, path: &std::path::Path) -> Result<Srs, String> {
+        let lens = Srs::check_file(path).map_err(|e| e.to_string())?;
+        let decoded = 96 * (lens.h + lens.l + lens.a + lens.b) as u64 + 192 * lens.b as u64;
+        if let (true, Some(rule)) = (decoded > self.budget_bytes, self.streams.get()) {
+            let srs = Srs::open_streamed(path).map_err(|e| e.to_string())?;
+            if let (true, Some(file)) = (rule(&srs), srs.file.as_ref()) {
+                file.check_points(self.options.check_points)
+                    .map_err(|e| e.to_string())?;
+                file.set_cache_share(self.budget_bytes);
+                info!(
+                    circuit_id,
+                    decoded_bytes = decoded,
+                    budget = self.budget_bytes,
+                    "srs larger than the srs budget: its points are streamed from its file, never held"
+                );
+                return Ok(srs);
+            }
+        }
+        Srs::load(path, self.options).map_err(|e| e.to_string())
     }
 
     /// Checks that `circuit_id` names parameters that exist or can be generated, without
@@ -204,13 +243,12 @@ impl SrsManager {
         drop(entries);
 
         let started = Instant::now();
-        let options = self.options;
         // A panicking reader must not leave the entry in `Loading` with waiters forever.
         let loaded = std::panic::catch_unwind(AssertUnwindSafe(|| {
             provider
                 .ensure(circuit_id, &path)
                 .map_err(|e| e.to_string())?;
-            Srs::load(&path, options).map_err(|e| e.to_string())
+            self.open(circuit_id, &path)
         }))
         .unwrap_or_else(|_| Err("parameter reader panicked".to_string()));
         let load_time = started.elapsed();

@@ -338,6 +338,61 @@ impl Srs {
         })
     }
 
+    /// Opens a `.params` file to stream its points from it instead of loading them: the
+    /// verifying key is read and checked as [`Srs::load`] does (against a `.vk` file beside
+    /// it too), the query points are not read. The result is a released SRS
+    /// ([`Srs::released`]) whose [`Srs::file`] is the open file, with the fingerprint of
+    /// the file's points. Check the points with [`SrsFile::check_points`] before proving
+    /// with it.
+    ///
+    /// # Errors
+    /// As [`Srs::load`], less the query points' [`SrsError::BadPoint`].
+    pub fn open_streamed(path: &Path) -> Result<Srs, SrsError> {
+        let (file, layout) = open_walked(path)?;
+        let reader = decode::SectionReader {
+            file: &file,
+            path,
+            check_points: false,
+        };
+        let vk = reader.read_vk(&layout)?;
+        let vk = match read_vk_beside(path)? {
+            Some((file_vk, _)) if file_vk == vk => file_vk,
+            Some((_, vk_path)) => {
+                return Err(SrsError::VkMismatch {
+                    params: path.to_path_buf(),
+                    vk: vk_path,
+                })
+            }
+            None => vk,
+        };
+        let lens = QueryLens {
+            h: layout.h.len as usize,
+            l: layout.l.len as usize,
+            a: layout.a.len as usize,
+            b: layout.b_g1.len as usize,
+        };
+        let mut srs = Srs {
+            host_pins: HostPins::default(),
+            path: path.to_path_buf(),
+            vk,
+            h: Vec::new(),
+            l: Vec::new(),
+            a: Vec::new(),
+            b_g1: Vec::new(),
+            b_g2: Vec::new(),
+            released: Some(Released {
+                lens,
+                fingerprint: [0; 32],
+            }),
+            file: None,
+        };
+        let f = SrsFile::new(file, path.to_path_buf(), layout);
+        let fingerprint = f.fingerprint(&srs)?;
+        srs.released = Some(Released { lens, fingerprint });
+        srs.file = Some(std::sync::Arc::new(f));
+        Ok(srs)
+    }
+
     /// Checks a `.params` file's shape without reading its points: opens it and walks the
     /// length prefixes, so a truncated file, an impossible length or trailing bytes are
     /// found in a few reads (milliseconds, even for a 47 GB file). A file that passes can

@@ -32,6 +32,8 @@ struct StandInDevice {
     /// instead of holding them, and how many calls read them from the file.
     streams: bool,
     from_file: std::sync::atomic::AtomicUsize,
+    /// Whether it was ever handed an SRS with its points in host memory.
+    saw_points: std::sync::atomic::AtomicBool,
 }
 
 fn key(srs: &Srs) -> [u8; 32] {
@@ -56,6 +58,10 @@ impl Backend for StandInDevice {
         let wait = t.elapsed();
         report.push(ProveStage::TokenWait, wait);
         let held = std::time::Instant::now();
+        if !srs.is_released() {
+            self.saw_points
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         // Released host points: the device's own copy, as a GPU reads its resident one,
         // or the points read from the file, as a GPU streams them.
         let own = self.resident.lock().get(&key(srs)).cloned();
@@ -91,7 +97,11 @@ impl Backend for StandInDevice {
             .map_or(0, |own| own.host_bytes() as u64)
     }
 
-    fn streams_srs_from_file(&self, _srs: &Srs) -> bool {
+    fn streams_srs_from_file(&self, srs: &Srs) -> bool {
+        if !srs.is_released() {
+            self.saw_points
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         self.streams
     }
 
@@ -175,6 +185,7 @@ fn stand_in_device(pinned: u64, workers: usize, streams: bool) -> (Arc<StandInDe
         pinned,
         streams,
         from_file: Default::default(),
+        saw_points: Default::default(),
     });
     let device = DeviceSpec {
         name: "gpu:0".into(),
@@ -402,10 +413,10 @@ fn the_host_copy_goes_once_the_device_holds_the_srs_and_comes_back_when_it_does_
     assert!(s.size_bytes > 0, "{s:?}");
 }
 
-// An SRS larger than its host budget, on a device that streams the points: preload
-// releases the host copy before anything else is held, the entry reports the `File`
-// tier with no host bytes, and the partitions read the points from the file (the
-// engine never reads them back into host memory). See: #26.
+// An SRS larger than its host budget, on a device that streams the points: it is opened
+// to stream from its file and never decoded into host memory (no device ever sees its
+// points there), the entry reports the `File` tier with no host bytes, and the partitions
+// read the points from the file (the engine never reads them back). See: #26.
 #[test]
 fn an_srs_larger_than_its_budget_is_streamed_from_its_file() {
     let (backend, device) = stand_in_device(0, 2, true);
@@ -440,10 +451,14 @@ fn an_srs_larger_than_its_budget_is_streamed_from_its_file() {
     );
     let s = entry(&engine);
     assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
+    assert!(
+        !backend.saw_points.load(std::sync::atomic::Ordering::Relaxed),
+        "the points were never decoded into host memory"
+    );
 }
 
-// The same without a preload: the first partition's acquire loads the SRS and releases it
-// at once, before any device call, so no partition proves from the host copy. See: #26.
+// The same without a preload: the first partition's acquire opens it to stream, so no
+// partition proves from a host copy. See: #26.
 #[test]
 fn an_srs_larger_than_its_budget_is_streamed_from_its_file_without_a_preload() {
     let (backend, device) = stand_in_device(0, 2, true);
@@ -467,4 +482,8 @@ fn an_srs_larger_than_its_budget_is_streamed_from_its_file_without_a_preload() {
         .next()
         .expect("the SRS is listed");
     assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
+    assert!(
+        !backend.saw_points.load(std::sync::atomic::Ordering::Relaxed),
+        "the points were never decoded into host memory"
+    );
 }

@@ -65,6 +65,43 @@ impl SectionReader<'_> {
         self.read_points::<G2Affine>(s, self.check_points)
     }
 
+    /// Checks every point of the five query sections as [`SectionReader::read_g1`] and
+    /// [`SectionReader::read_g2`] would, keeping none (a chunk at a time in memory).
+    pub fn check_queries(&self, layout: &Layout) -> Result<(), SrsError> {
+        for s in [&layout.h, &layout.l, &layout.a, &layout.b_g1] {
+            self.check_points::<G1Affine>(s)?;
+        }
+        self.check_points::<G2Affine>(&layout.b_g2)
+    }
+
+    /// Decodes a section chunk by chunk and drops the points; the first bad one is
+    /// reported as `read_points` reports it.
+    fn check_points<P: Point>(&self, s: &Section) -> Result<(), SrsError> {
+        let n = s.len as usize;
+        let mut buf = Vec::new();
+        for k in 0..n.div_ceil(POINTS_PER_CHUNK) {
+            self.read_chunk::<P>(s, k, &mut buf)?;
+            let bad = buf
+                .par_chunks_exact(P::BYTES)
+                .enumerate()
+                .filter(|(_, bytes)| P::decode(bytes, self.check_points).is_none())
+                .map(|(i, _)| i)
+                .min();
+            if let Some(i) = bad {
+                let index = (k * POINTS_PER_CHUNK + i) as u64;
+                let bytes = &buf[i * P::BYTES..(i + 1) * P::BYTES];
+                return Err(SrsError::BadPoint {
+                    path: self.path.to_path_buf(),
+                    section: s.name,
+                    index,
+                    offset: s.data_offset + index * P::BYTES as u64,
+                    reason: P::diagnose(bytes),
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn fixed_point<P: Point>(&self, bytes: &[u8], index: u64, offset: u64) -> Result<P, SrsError> {
         P::decode(bytes, true).ok_or_else(|| SrsError::BadPoint {
             path: self.path.to_path_buf(),

@@ -70,12 +70,7 @@ impl SrsFile {
         let path = srs.path.clone();
         let (file, layout) = super::open_walked(&path)?;
         let lens = srs.lens();
-        let f = SrsFile {
-            file,
-            path,
-            layout,
-            cache_share: AtomicU64::new(u64::MAX),
-        };
+        let f = SrsFile::new(file, path, layout);
         let same_lens = [
             (layout.h.len, lens.h),
             (layout.l.len, lens.l),
@@ -108,6 +103,31 @@ impl SrsFile {
     /// and only the rest from the disk. Default: all of it (nothing is dropped).
     pub fn set_cache_share(&self, bytes: u64) {
         self.cache_share.store(bytes, Ordering::Relaxed);
+    }
+
+    /// An open file of `layout` (walked), before anything is checked.
+    pub(super) fn new(file: File, path: PathBuf, layout: Layout) -> SrsFile {
+        SrsFile {
+            file,
+            path,
+            layout,
+            cache_share: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Checks every query point of the file as [`Srs::load`] does (with `check_points`
+    /// the subgroup too), a chunk at a time: what a daemon that streams the SRS from the
+    /// file checks once, holding nothing.
+    ///
+    /// # Errors
+    /// [`SrsError::BadPoint`] for the first bad point, [`SrsError::Io`].
+    pub fn check_points(&self, check_points: bool) -> Result<(), SrsError> {
+        super::decode::SectionReader {
+            file: &self.file,
+            path: &self.path,
+            check_points,
+        }
+        .check_queries(&self.layout)
     }
 
     /// The file's path.
@@ -201,7 +221,7 @@ impl SrsFile {
     }
 
     /// [`Srs::fingerprint`] of the points in the file, with `srs`'s verifying key.
-    fn fingerprint(&self, srs: &Srs) -> Result<[u8; 32], SrsError> {
+    pub(super) fn fingerprint(&self, srs: &Srs) -> Result<[u8; 32], SrsError> {
         let mut err = None;
         let fp = srs.fingerprint_with(|q, i| {
             let pb = point_bytes(q);

@@ -467,3 +467,63 @@ fn a_released_srs_reads_its_points_from_the_file_in_memory_layout() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn a_file_opened_to_stream_holds_no_points_and_checks_them_as_a_load_does() {
+    use cuzk_groth16::SrsQuery;
+    let (params, bytes) = bellperson_params(8, 5);
+    let path = temp_file("open-streamed", &bytes);
+    let loaded = Srs::load(&path, SrsOptions::default()).expect("loads");
+    let opened = Srs::open_streamed(&path).expect("opens");
+    assert!(opened.is_released() && opened.host_bytes() == 0);
+    assert_eq!(opened.lens(), loaded.lens());
+    assert_eq!(opened.fingerprint(), loaded.fingerprint());
+    assert_eq!(opened.vk, loaded.vk);
+    assert_eq!(opened.points_bytes(), loaded.host_bytes() as u64);
+    let file = opened.file.clone().expect("its file");
+    for check in [false, true] {
+        file.check_points(check).expect("every point is good");
+    }
+    let mut h = vec![0u8; 96];
+    file.read_into(SrsQuery::H, 5, &mut h).expect("reads");
+    let got = G1Affine::from_raw_unchecked(limbs_at(&h, 0), limbs_at(&h, 1), false);
+    assert_eq!(got, loaded.h[5]);
+
+    // A point off the curve in A: found by the check, named as a load names it.
+    let o = offsets(&params);
+    let mut bad = bytes.clone();
+    let at = o.a_prefix + 4 + 96 * 3;
+    bad[at + 95] ^= 1;
+    let path_bad = temp_file("open-streamed-bad", &bad);
+    let want = Srs::load(&path_bad, SrsOptions::default()).expect_err("bad point");
+    let got = Srs::open_streamed(&path_bad)
+        .expect("the key is good")
+        .file
+        .expect("its file")
+        .check_points(false)
+        .expect_err("bad point");
+    assert_eq!(got.to_string(), want.to_string());
+    assert!(
+        matches!(
+            got,
+            SrsError::BadPoint {
+                section: "a",
+                index: 3,
+                ..
+            }
+        ),
+        "{got}"
+    );
+    // A truncated file does not open.
+    let path_short = temp_file("open-streamed-short", &bytes[..o.end - 10]);
+    assert!(matches!(
+        Srs::open_streamed(&path_short),
+        Err(SrsError::Truncated {
+            section: "b_g2",
+            ..
+        })
+    ));
+    for p in [&path, &path_bad, &path_short] {
+        let _ = std::fs::remove_file(p);
+    }
+}
