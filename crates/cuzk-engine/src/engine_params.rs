@@ -2,13 +2,14 @@
 //! parameters in its own memory, then the circuit's shape, so that a warm daemon's first
 //! proof starts at once), evicting it, and the SRS status with its tier.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cuzk_groth16::{Backend, Srs};
 use tracing::{info, warn};
 
-use cuzk_groth16::Srs;
-
-use crate::srs_manager::{SrsLease, SrsStatus, SrsTier};
+use crate::device::Device;
+use crate::srs_manager::{SrsStatus, SrsTier};
 use crate::state::Shared;
 use crate::{Engine, EngineError};
 
@@ -20,64 +21,39 @@ pub(crate) fn release_if_held(shared: &Shared, circuit_id: &str, srs: &Srs) {
     if srs.is_released() {
         return;
     }
-    let mut regular = shared
-        .devices
-        .iter()
-        .filter(|d| !d.fallback && d.in_service())
-        .peekable();
-    if regular.peek().is_none() {
-        return;
-    }
-    if regular.all(|d| d.spec.backend.srs_device_bytes(srs) > 0) {
+    if every_regular_device(&shared.devices, |b| b.srs_device_bytes(srs) > 0) {
         shared.srs.release(circuit_id);
         return;
     }
     release_if_streamed(shared, circuit_id, srs);
 }
 
-/// `lease`, or, when [`release_if_streamed`] releases its SRS's host copy (or another
-/// worker did), a lease on the released copy instead, so that this one does not keep the
-/// host copy alive. Called right after each acquire: on a host whose budget the copy
-/// overdraws, the devices then never make their staging while it is held.
-pub(crate) fn streamed_lease(shared: &Shared, circuit_id: &str, lease: SrsLease) -> SrsLease {
-    release_if_streamed(shared, circuit_id, lease.srs());
-    let entry_released = shared
-        .srs
-        .resident(circuit_id)
-        .is_some_and(|s| s.is_released());
-    if lease.srs().is_released() || !entry_released {
-        return lease;
-    }
-    match shared.srs.acquire(circuit_id) {
-        Ok((released, _)) => released,
-        Err(_) => lease,
-    }
-}
-
 /// Releases the host copy of `circuit_id`'s points when it is larger than the SRS budget
-/// and every regular device in service streams them and can read them from the file: a
-/// 32 GiB PoRep SRS (47.4 GB) on a 64 GiB host goes to the page cache instead of the
-/// process (`SrsManager::release_to_file`).
+/// and every regular device in service streams them and can read them from the file
+/// (`SrsManager::release_to_file`): such an SRS is opened to stream in the first place
+/// (`SrsManager::set_stream_rule`), so this returns one read back in full (for a device
+/// that needed the points again) to its file.
 fn release_if_streamed(shared: &Shared, circuit_id: &str, srs: &Srs) {
-    if srs.is_released() || srs.host_bytes() as u64 <= shared.cfg.srs_budget_bytes {
-        return;
-    }
-    if every_device_streams(&shared.devices, srs) {
+    if srs.host_bytes() as u64 > shared.cfg.srs_budget_bytes
+        && every_device_streams(&shared.devices, srs)
+    {
         shared.srs.release_to_file(circuit_id);
     }
 }
 
 /// Whether there is a regular device in service and every one streams `srs`'s points and
 /// can read them from its file ([`cuzk_groth16::Backend::streams_srs_from_file`]).
-pub(crate) fn every_device_streams(
-    devices: &[std::sync::Arc<crate::device::Device>],
-    srs: &Srs,
-) -> bool {
+pub(crate) fn every_device_streams(devices: &[Arc<Device>], srs: &Srs) -> bool {
+    every_regular_device(devices, |b| b.streams_srs_from_file(srs))
+}
+
+/// Whether there is a regular (not fallback) device in service and `f` holds for each.
+fn every_regular_device(devices: &[Arc<Device>], f: impl Fn(&dyn Backend) -> bool) -> bool {
     let mut regular = devices
         .iter()
         .filter(|d| !d.fallback && d.in_service())
         .peekable();
-    regular.peek().is_some() && regular.all(|d| d.spec.backend.streams_srs_from_file(srs))
+    regular.peek().is_some() && regular.all(|d| f(&*d.spec.backend))
 }
 
 impl Engine {
@@ -86,11 +62,10 @@ impl Engine {
     /// # Errors
     /// [`EngineError::UnknownSrs`], [`EngineError::SrsLoad`].
     pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
+        // An SRS too large for its budget that every device streams comes back opened to
+        // stream, never decoded (`SrsManager::set_stream_rule`).
         let (lease, loaded) = self.shared.srs.acquire(circuit_id)?;
         let t = Instant::now();
-        // Before the devices make their staging: a host copy too large for the SRS budget
-        // gives way to the file first, so that the two are never held together.
-        let lease = streamed_lease(&self.shared, circuit_id, lease);
         // Then into each device that keeps parameters in its own memory.
         for device in &self.shared.devices {
             match device.spec.backend.preload_srs(lease.srs()) {

@@ -154,8 +154,9 @@ impl SrsManager {
     /// all stream it, opened to stream from the file with its first `budget_bytes` left to
     /// the page cache.
     fn open(&self, circuit_id: &str, path: &std::path::Path) -> Result<Srs, String> {
-        let lens = Srs::check_file(path).map_err(|e| e.to_string())?;
-        let decoded = 96 * (lens.h + lens.l + lens.a + lens.b) as u64 + 192 * lens.b as u64;
+        let decoded = Srs::check_file(path)
+            .map_err(|e| e.to_string())?
+            .decoded_bytes();
         if let (true, Some(rule)) = (decoded > self.budget_bytes, self.streams.get()) {
             let srs = Srs::open_streamed(path).map_err(|e| e.to_string())?;
             if let (true, Some(file)) = (rule(&srs), srs.file.as_ref()) {

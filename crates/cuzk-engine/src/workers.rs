@@ -91,7 +91,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                         p.srs_load += load;
                     }
                 }
-                crate::engine_params::streamed_lease(&shared, &job.circuit_id, lease)
+                lease
             }
             Err(err) => {
                 shared.state.lock().in_synthesis -= 1;

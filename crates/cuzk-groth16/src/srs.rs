@@ -137,6 +137,13 @@ pub struct QueryLens {
     pub b: usize,
 }
 
+impl QueryLens {
+    /// Host bytes the decoded points of these lengths take (96 per G1 point, 192 per G2).
+    pub fn decoded_bytes(&self) -> u64 {
+        96 * (self.h + self.l + self.a + self.b) as u64 + 192 * self.b as u64
+    }
+}
+
 /// A parameters file that cannot be used, naming the file, the section and the offset.
 #[derive(Debug, thiserror::Error)]
 pub enum SrsError {
@@ -275,6 +282,40 @@ pub(crate) fn open_walked(path: &Path) -> Result<(File, Layout), SrsError> {
     Ok((file, layout))
 }
 
+/// [`open_walked`], then the verifying key, checked against a `.vk` file beside the
+/// parameters when there is one (before the large sections: a mismatch fails in
+/// milliseconds, not after the read); the key returned is the `.vk` file's.
+fn open_with_vk(path: &Path) -> Result<(File, Layout, VerifyingKey), SrsError> {
+    let (file, layout) = open_walked(path)?;
+    let reader = decode::SectionReader {
+        file: &file,
+        path,
+        check_points: false,
+    };
+    let vk = reader.read_vk(&layout)?;
+    let vk = match read_vk_beside(path)? {
+        Some((file_vk, _)) if file_vk == vk => file_vk,
+        Some((_, vk_path)) => {
+            return Err(SrsError::VkMismatch {
+                params: path.to_path_buf(),
+                vk: vk_path,
+            })
+        }
+        None => vk,
+    };
+    Ok((file, layout, vk))
+}
+
+/// The query lengths of a walked file.
+fn lens_of(layout: &Layout) -> QueryLens {
+    QueryLens {
+        h: layout.h.len as usize,
+        l: layout.l.len as usize,
+        a: layout.a.len as usize,
+        b: layout.b_g1.len as usize,
+    }
+}
+
 impl Srs {
     /// Reads a bellperson `.params` file: walks the length prefixes first (so a bad length
     /// is reported before anything is allocated), then decodes every section in parallel.
@@ -292,24 +333,11 @@ impl Srs {
     /// with these parameters is against the published key, not the one that came with
     /// the parameters.
     pub fn load(path: &Path, opts: SrsOptions) -> Result<Srs, SrsError> {
-        let (file, layout) = open_walked(path)?;
+        let (file, layout, vk) = open_with_vk(path)?;
         let reader = decode::SectionReader {
             file: &file,
             path,
             check_points: opts.check_points,
-        };
-
-        let vk = reader.read_vk(&layout)?;
-        // Before the large sections: a mismatch fails in milliseconds, not after the read.
-        let vk = match read_vk_beside(path)? {
-            Some((file_vk, _)) if file_vk == vk => file_vk,
-            Some((_, vk_path)) => {
-                return Err(SrsError::VkMismatch {
-                    params: path.to_path_buf(),
-                    vk: vk_path,
-                })
-            }
-            None => vk,
         };
         let h = reader.read_g1(&layout.h)?;
         let l = reader.read_g1(&layout.l)?;
@@ -348,29 +376,8 @@ impl Srs {
     /// # Errors
     /// As [`Srs::load`], less the query points' [`SrsError::BadPoint`].
     pub fn open_streamed(path: &Path) -> Result<Srs, SrsError> {
-        let (file, layout) = open_walked(path)?;
-        let reader = decode::SectionReader {
-            file: &file,
-            path,
-            check_points: false,
-        };
-        let vk = reader.read_vk(&layout)?;
-        let vk = match read_vk_beside(path)? {
-            Some((file_vk, _)) if file_vk == vk => file_vk,
-            Some((_, vk_path)) => {
-                return Err(SrsError::VkMismatch {
-                    params: path.to_path_buf(),
-                    vk: vk_path,
-                })
-            }
-            None => vk,
-        };
-        let lens = QueryLens {
-            h: layout.h.len as usize,
-            l: layout.l.len as usize,
-            a: layout.a.len as usize,
-            b: layout.b_g1.len as usize,
-        };
+        let (file, layout, vk) = open_with_vk(path)?;
+        let lens = lens_of(&layout);
         let mut srs = Srs {
             host_pins: HostPins::default(),
             path: path.to_path_buf(),
@@ -403,12 +410,7 @@ impl Srs {
     /// [`SrsError::TrailingBytes`], as [`Srs::load`] reports them.
     pub fn check_file(path: &Path) -> Result<QueryLens, SrsError> {
         let (_, layout) = open_walked(path)?;
-        Ok(QueryLens {
-            h: layout.h.len as usize,
-            l: layout.l.len as usize,
-            a: layout.a.len as usize,
-            b: layout.b_g1.len as usize,
-        })
+        Ok(lens_of(&layout))
     }
 
     /// The verifying key file that belongs beside the parameters file `params`: the same
@@ -476,8 +478,7 @@ impl Srs {
     /// Host bytes the decoded points take when held, also for a released SRS (what a
     /// read-back would allocate).
     pub fn points_bytes(&self) -> u64 {
-        let l = self.lens();
-        96 * (l.h + l.l + l.a + l.b) as u64 + 192 * self.b_g2_len() as u64
+        self.lens().decoded_bytes()
     }
 
     /// The query lengths, also of a released SRS.

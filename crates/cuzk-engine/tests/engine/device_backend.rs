@@ -70,7 +70,8 @@ impl Backend for StandInDevice {
             (None, Some(_)) if self.streams && srs.is_released() => {
                 self.from_file
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                self.cpu.compute(asg, &read_from_file(srs), report)?
+                self.cpu
+                    .compute(asg, &cuzk_groth16::testkit::read_from_file(srs), report)?
             }
             (None, _) => self.cpu.compute(asg, srs, report)?,
         };
@@ -121,53 +122,6 @@ impl Backend for StandInDevice {
             .lock()
             .remove(&key(srs))
             .map_or(0, |own| own.host_bytes() as u64)
-    }
-}
-
-/// The query points of a released SRS read from its file, as a streaming device reads
-/// them chunk by chunk (here all at once), decoded from the memory layout they arrive in.
-fn read_from_file(srs: &Srs) -> Srs {
-    use blstrs::{Fp, Fp2, G1Affine, G2Affine};
-    use cuzk_groth16::{point_bytes, SrsQuery};
-    let file = srs.file.as_ref().expect("a file");
-    let fp = |b: &[u8], c: usize| {
-        let mut l = [0u64; 6];
-        for (w, limb) in l.iter_mut().enumerate() {
-            let at = c * 48 + w * 8;
-            *limb = u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
-        }
-        Fp::from_raw_unchecked(l)
-    };
-    let bytes = |q: SrsQuery| {
-        let mut dst = vec![0u8; file.len(q) * point_bytes(q)];
-        file.read_into(q, 0, &mut dst).expect("the file reads");
-        dst
-    };
-    let g1 = |q: SrsQuery| -> Vec<G1Affine> {
-        bytes(q)
-            .chunks(96)
-            .map(|p| G1Affine::from_raw_unchecked(fp(p, 0), fp(p, 1), false))
-            .collect()
-    };
-    let b_g2 = bytes(SrsQuery::BG2)
-        .chunks(192)
-        .map(|p| {
-            let x = Fp2::new(fp(p, 0), fp(p, 1));
-            let y = Fp2::new(fp(p, 2), fp(p, 3));
-            G2Affine::from_raw_unchecked(x, y, false)
-        })
-        .collect();
-    Srs {
-        host_pins: Default::default(),
-        path: srs.path.clone(),
-        vk: srs.vk.clone(),
-        h: g1(SrsQuery::H),
-        l: g1(SrsQuery::L),
-        a: g1(SrsQuery::A),
-        b_g1: g1(SrsQuery::BG1),
-        b_g2,
-        released: None,
-        file: None,
     }
 }
 
@@ -419,6 +373,22 @@ fn the_host_copy_goes_once_the_device_holds_the_srs_and_comes_back_when_it_does_
 // read the points from the file (the engine never reads them back). See: #26.
 #[test]
 fn an_srs_larger_than_its_budget_is_streamed_from_its_file() {
+    let (backend, engine) = streaming_engine();
+    let id = SyntheticSpec {
+        log_n: 6,
+        n_partitions: 1,
+        seed: 0,
+    }
+    .circuit_id();
+    engine.preload_srs(&id).expect("preload");
+    let s = engine.srs_status().into_iter().next().expect("listed");
+    assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
+    proves_from_the_file(&backend, &engine, 7, 3);
+}
+
+/// A stand-in device that streams the points, in an engine whose SRS budget (4 KiB) no
+/// SRS fits.
+fn streaming_engine() -> (Arc<StandInDevice>, Engine) {
     let (backend, device) = stand_in_device(0, 2, true);
     let cfg = EngineConfig {
         param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
@@ -427,32 +397,26 @@ fn an_srs_larger_than_its_budget_is_streamed_from_its_file() {
     };
     let engine =
         Engine::start(cfg, KindRegistry::with_synthetic(), vec![device]).expect("engine starts");
-    let id = SyntheticSpec {
-        log_n: 6,
-        n_partitions: 1,
-        seed: 0,
-    }
-    .circuit_id();
-    let entry = |e: &Engine| {
-        e.srs_status()
-            .into_iter()
-            .find(|s| s.circuit_id == id)
-            .expect("listed")
-    };
-    engine.preload_srs(&id).expect("preload");
-    let s = entry(&engine);
-    assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
-    let out = prove_one(&engine, 7, 3);
+    (backend, engine)
+}
+
+/// One job of `n` partitions completes, every partition read the points from the file,
+/// the SRS stays in the `File` tier with no host bytes, and no device was ever handed its
+/// points in host memory.
+fn proves_from_the_file(backend: &StandInDevice, engine: &Engine, seed: u64, n: u32) {
+    let out = prove_one(engine, seed, n);
     assert_eq!(out.state, JobState::Completed, "{}", out.error);
     assert_eq!(
         backend.from_file.load(std::sync::atomic::Ordering::Relaxed),
-        3,
+        n as usize,
         "every partition read the points from the file"
     );
-    let s = entry(&engine);
+    let s = engine.srs_status().into_iter().next().expect("listed");
     assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
     assert!(
-        !backend.saw_points.load(std::sync::atomic::Ordering::Relaxed),
+        !backend
+            .saw_points
+            .load(std::sync::atomic::Ordering::Relaxed),
         "the points were never decoded into host memory"
     );
 }
@@ -461,29 +425,6 @@ fn an_srs_larger_than_its_budget_is_streamed_from_its_file() {
 // partition proves from a host copy. See: #26.
 #[test]
 fn an_srs_larger_than_its_budget_is_streamed_from_its_file_without_a_preload() {
-    let (backend, device) = stand_in_device(0, 2, true);
-    let cfg = EngineConfig {
-        param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
-        srs_budget_bytes: 4096,
-        ..EngineConfig::default()
-    };
-    let engine =
-        Engine::start(cfg, KindRegistry::with_synthetic(), vec![device]).expect("engine starts");
-    let out = prove_one(&engine, 8, 4);
-    assert_eq!(out.state, JobState::Completed, "{}", out.error);
-    assert_eq!(
-        backend.from_file.load(std::sync::atomic::Ordering::Relaxed),
-        4,
-        "every partition read the points from the file"
-    );
-    let s = engine
-        .srs_status()
-        .into_iter()
-        .next()
-        .expect("the SRS is listed");
-    assert_eq!((s.tier, s.size_bytes), (SrsTier::File, 0), "{s:?}");
-    assert!(
-        !backend.saw_points.load(std::sync::atomic::Ordering::Relaxed),
-        "the points were never decoded into host memory"
-    );
+    let (backend, engine) = streaming_engine();
+    proves_from_the_file(&backend, &engine, 8, 4);
 }

@@ -78,12 +78,21 @@ impl Backend for FaultyGpu {
 
 /// A stand-in GPU in `mode` and the sender that releases its hung calls.
 fn faulty_gpu(mode: Mode, workers: usize) -> (Arc<FaultyGpu>, DeviceSpec, Sender<()>) {
+    faulty_gpu_streaming(mode, workers, false)
+}
+
+/// [`faulty_gpu`], reporting that it streams the SRS from its file when `streams`.
+fn faulty_gpu_streaming(
+    mode: Mode,
+    workers: usize,
+    streams: bool,
+) -> (Arc<FaultyGpu>, DeviceSpec, Sender<()>) {
     let (release, hang) = channel();
     let backend = Arc::new(FaultyGpu {
         mode,
         cpu: CpuBackend::new(),
         calls: AtomicUsize::new(0),
-        streams: false,
+        streams,
         hang: Mutex::new(hang),
     });
     let spec = DeviceSpec {
@@ -306,17 +315,7 @@ fn with_no_healthy_device_left_jobs_fail_with_a_reason_until_it_is_restored() {
 // that reason instead of taking the host past its budget. See: #26.
 #[test]
 fn the_fallback_does_not_read_back_an_srs_larger_than_its_budget() {
-    let (mut backend, _, _release) = faulty_gpu(Mode::Fail, 1);
-    Arc::get_mut(&mut backend).expect("sole owner").streams = true;
-    let gpu = DeviceSpec {
-        name: "gpu:0".into(),
-        hardware: "faulty stand-in".into(),
-        is_gpu: true,
-        ordinal: 0,
-        vram_total_bytes: 1 << 30,
-        backend: backend.clone(),
-        workers: Some(1),
-    };
+    let (_, gpu, _release) = faulty_gpu_streaming(Mode::Fail, 1, true);
     let engine = engine(
         EngineConfig {
             device_fault_threshold: 1,

@@ -4,8 +4,9 @@
 
 use crate::backend::budget::{self, Costs, Fit};
 use crate::backend::plan::{Placement, ProvePlan};
+use crate::backend::residency::resident_size;
 use crate::backend::slots::SlotShape;
-use crate::backend::{resident_size, shape_of_srs, GpuBackend, Residency, MIN_STREAM_CHUNK};
+use crate::backend::{shape_of_srs, GpuBackend, Residency, MIN_STREAM_CHUNK};
 use crate::error::{GpuError, Result};
 use cuzk_groth16::Srs;
 

@@ -77,29 +77,7 @@ impl SectionReader<'_> {
     /// Decodes a section chunk by chunk and drops the points; the first bad one is
     /// reported as `read_points` reports it.
     fn check_points<P: Point>(&self, s: &Section) -> Result<(), SrsError> {
-        let n = s.len as usize;
-        let mut buf = Vec::new();
-        for k in 0..n.div_ceil(POINTS_PER_CHUNK) {
-            self.read_chunk::<P>(s, k, &mut buf)?;
-            let bad = buf
-                .par_chunks_exact(P::BYTES)
-                .enumerate()
-                .filter(|(_, bytes)| P::decode(bytes, self.check_points).is_none())
-                .map(|(i, _)| i)
-                .min();
-            if let Some(i) = bad {
-                let index = (k * POINTS_PER_CHUNK + i) as u64;
-                let bytes = &buf[i * P::BYTES..(i + 1) * P::BYTES];
-                return Err(SrsError::BadPoint {
-                    path: self.path.to_path_buf(),
-                    section: s.name,
-                    index,
-                    offset: s.data_offset + index * P::BYTES as u64,
-                    reason: P::diagnose(bytes),
-                });
-            }
-        }
-        Ok(())
+        self.scan_points::<P>(s, self.check_points, None)
     }
 
     fn fixed_point<P: Point>(&self, bytes: &[u8], index: u64, offset: u64) -> Result<P, SrsError> {
@@ -116,8 +94,21 @@ impl SectionReader<'_> {
     fn read_points<P: Point>(&self, s: &Section, check: bool) -> Result<Vec<P>, SrsError> {
         // The length fits the file (checked by the layout walk), so this allocation is
         // bounded by the file's size.
+        let mut out: Vec<P> = Vec::with_capacity(s.len as usize);
+        self.scan_points(s, check, Some(&mut out))?;
+        Ok(out)
+    }
+
+    /// Decodes a section chunk by chunk, the next chunk's read overlapping this chunk's
+    /// decode, onto the end of `out` (or dropping the points); the first bad point is
+    /// reported by its index.
+    fn scan_points<P: Point>(
+        &self,
+        s: &Section,
+        check: bool,
+        mut out: Option<&mut Vec<P>>,
+    ) -> Result<(), SrsError> {
         let n = s.len as usize;
-        let mut out: Vec<P> = Vec::with_capacity(n);
         let n_chunks = n.div_ceil(POINTS_PER_CHUNK);
         let (mut cur, mut next) = (Vec::new(), Vec::new());
         if n_chunks > 0 {
@@ -129,7 +120,7 @@ impl SectionReader<'_> {
                     true => self.read_chunk::<P>(s, k + 1, &mut next),
                     false => Ok(()),
                 },
-                || decode_chunk::<P>(&cur, check, &mut out),
+                || decode_chunk::<P>(&cur, check, out.as_deref_mut()),
             );
             if let Some(i) = bad {
                 let index = (k * POINTS_PER_CHUNK + i) as u64;
@@ -145,7 +136,7 @@ impl SectionReader<'_> {
             read?;
             std::mem::swap(&mut cur, &mut next);
         }
-        Ok(out)
+        Ok(())
     }
 
     fn read_chunk<P: Point>(
@@ -170,8 +161,17 @@ impl SectionReader<'_> {
     }
 }
 
-/// Decodes `buf` onto the end of `out`; returns the lowest index within `buf` that failed.
-fn decode_chunk<P: Point>(buf: &[u8], check: bool, out: &mut Vec<P>) -> Option<usize> {
+/// Decodes `buf` onto the end of `out` (or only checks it); returns the lowest index
+/// within `buf` that failed.
+fn decode_chunk<P: Point>(buf: &[u8], check: bool, out: Option<&mut Vec<P>>) -> Option<usize> {
+    let Some(out) = out else {
+        return buf
+            .par_chunks_exact(P::BYTES)
+            .enumerate()
+            .filter(|(_, bytes)| P::decode(bytes, check).is_none())
+            .map(|(i, _)| i)
+            .min();
+    };
     let bad = AtomicUsize::new(usize::MAX);
     out.par_extend(
         buf.par_chunks_exact(P::BYTES)

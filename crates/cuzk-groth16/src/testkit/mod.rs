@@ -8,10 +8,10 @@ pub mod backend_tests;
 
 use std::path::PathBuf;
 
-use crate::{Scalar, Srs};
+use crate::{point_bytes, Scalar, Srs, SrsQuery};
 use bellperson::groth16::{generate_random_parameters, Parameters};
 use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
-use blstrs::Bls12;
+use blstrs::{Bls12, Fp, Fp2, G1Affine, G2Affine};
 use ff::Field;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -167,14 +167,63 @@ pub fn bellperson_params(circuit: &TestCircuit, seed: u64) -> Parameters<Bls12> 
 /// Our resident SRS holding the same points as bellperson's in-memory parameters.
 pub fn srs_from_params(params: &Parameters<Bls12>) -> Srs {
     Srs {
-        host_pins: Default::default(),
         path: PathBuf::from("<bellperson in memory>"),
-        vk: params.vk.clone(),
-        h: params.h.to_vec(),
-        l: params.l.to_vec(),
-        a: params.a.to_vec(),
-        b_g1: params.b_g1.to_vec(),
-        b_g2: params.b_g2.to_vec(),
+        ..Srs::from_bellperson(params)
+    }
+}
+
+/// G1 points from bytes in blst's affine layout (what [`crate::SrsFile::read_into`]
+/// writes: Montgomery limbs, little-endian, x then y).
+pub fn g1_from_blst_bytes(bytes: &[u8]) -> Vec<G1Affine> {
+    bytes
+        .chunks(96)
+        .map(|p| G1Affine::from_raw_unchecked(fp_at(p, 0), fp_at(p, 1), false))
+        .collect()
+}
+
+/// G2 points from bytes in blst's affine layout (each coordinate c0 then c1).
+pub fn g2_from_blst_bytes(bytes: &[u8]) -> Vec<G2Affine> {
+    bytes
+        .chunks(192)
+        .map(|p| {
+            let x = Fp2::new(fp_at(p, 0), fp_at(p, 1));
+            let y = Fp2::new(fp_at(p, 2), fp_at(p, 3));
+            G2Affine::from_raw_unchecked(x, y, false)
+        })
+        .collect()
+}
+
+/// The `c`-th 48-byte field element of `p`, as blst holds it.
+fn fp_at(p: &[u8], c: usize) -> Fp {
+    let mut l = [0u64; 6];
+    for (w, limb) in l.iter_mut().enumerate() {
+        let at = c * 48 + w * 8;
+        *limb = u64::from_le_bytes(p[at..at + 8].try_into().expect("8 bytes"));
+    }
+    Fp::from_raw_unchecked(l)
+}
+
+/// A released SRS's points read back from its file ([`Srs::file`]) into an SRS that holds
+/// them, as a device that streams them reads them (here all at once).
+///
+/// # Panics
+/// Without a file, or when the file does not read.
+pub fn read_from_file(srs: &Srs) -> Srs {
+    let file = srs.file.as_ref().expect("a file");
+    let bytes = |q: SrsQuery| {
+        let mut dst = vec![0u8; file.len(q) * point_bytes(q)];
+        file.read_into(q, 0, &mut dst).expect("the file reads");
+        dst
+    };
+    Srs {
+        host_pins: Default::default(),
+        path: srs.path.clone(),
+        vk: srs.vk.clone(),
+        h: g1_from_blst_bytes(&bytes(SrsQuery::H)),
+        l: g1_from_blst_bytes(&bytes(SrsQuery::L)),
+        a: g1_from_blst_bytes(&bytes(SrsQuery::A)),
+        b_g1: g1_from_blst_bytes(&bytes(SrsQuery::BG1)),
+        b_g2: g2_from_blst_bytes(&bytes(SrsQuery::BG2)),
         released: None,
         file: None,
     }

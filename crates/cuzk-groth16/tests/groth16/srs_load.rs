@@ -384,19 +384,9 @@ fn trailing_bytes_and_missing_files() {
     ));
 }
 
-/// `points[i]` from blst-layout bytes (Montgomery limbs, little-endian; G2 c0 then c1).
-fn limbs_at(bytes: &[u8], coord: usize) -> Fp {
-    let mut l = [0u64; 6];
-    for (w, limb) in l.iter_mut().enumerate() {
-        let at = coord * 48 + w * 8;
-        *limb = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-    }
-    Fp::from_raw_unchecked(l)
-}
-
 #[test]
 fn a_released_srs_reads_its_points_from_the_file_in_memory_layout() {
-    use blstrs::{Fp2, G2Affine};
+    use cuzk_groth16::testkit::{g1_from_blst_bytes, g2_from_blst_bytes};
     use cuzk_groth16::{point_bytes, SrsQuery};
     let (_, bytes) = bellperson_params(9, 3);
     let path = temp_file("stream", &bytes);
@@ -414,8 +404,7 @@ fn a_released_srs_reads_its_points_from_the_file_in_memory_layout() {
         for (first, n) in [(0, pts.len()), (pts.len() - 1, 1), (3, pts.len() / 2 + 1)] {
             let mut dst = vec![0u8; n * point_bytes(q)];
             file.read_into(q, first, &mut dst).expect("reads");
-            for (i, p) in dst.chunks(96).enumerate() {
-                let got = G1Affine::from_raw_unchecked(limbs_at(p, 0), limbs_at(p, 1), false);
+            for (i, got) in g1_from_blst_bytes(&dst).into_iter().enumerate() {
                 assert_eq!(got, pts[first + i], "{q:?} point {}", first + i);
             }
         }
@@ -430,14 +419,8 @@ fn a_released_srs_reads_its_points_from_the_file_in_memory_layout() {
     let n = srs.b_g2.len();
     let mut dst = vec![0u8; n * 192];
     file.read_into(SrsQuery::BG2, 0, &mut dst).expect("reads");
-    for (i, p) in dst.chunks(192).enumerate() {
-        let x = Fp2::new(limbs_at(p, 0), limbs_at(p, 1));
-        let y = Fp2::new(limbs_at(p, 2), limbs_at(p, 3));
-        assert_eq!(
-            G2Affine::from_raw_unchecked(x, y, false),
-            srs.b_g2[i],
-            "b_g2 point {i}"
-        );
+    for (i, got) in g2_from_blst_bytes(&dst).into_iter().enumerate() {
+        assert_eq!(got, srs.b_g2[i], "b_g2 point {i}");
     }
     // A range past the query's end is an error, not a short read.
     let mut past = vec![0u8; 2 * 96];
@@ -486,8 +469,8 @@ fn a_file_opened_to_stream_holds_no_points_and_checks_them_as_a_load_does() {
     }
     let mut h = vec![0u8; 96];
     file.read_into(SrsQuery::H, 5, &mut h).expect("reads");
-    let got = G1Affine::from_raw_unchecked(limbs_at(&h, 0), limbs_at(&h, 1), false);
-    assert_eq!(got, loaded.h[5]);
+    let got = cuzk_groth16::testkit::g1_from_blst_bytes(&h);
+    assert_eq!(got, [loaded.h[5]]);
 
     // A point off the curve in A: found by the check, named as a load names it.
     let o = offsets(&params);
