@@ -72,7 +72,7 @@ fn random_case(rng: &mut ChaCha20Rng, rows: usize, n_inputs: usize, n_aux: usize
 
 /// The device's a, b, c of deferred `asg` equal the CPU's; prints the case's figures.
 fn check(dev: &Arc<Device>, what: &str, asg: &Assignment) {
-    let r1cs = asg.deferred.as_ref().expect("a deferred assignment");
+    let r1cs = asg.deferred().expect("a deferred assignment");
     let layout = MatricesLayout::of(r1cs).expect("fits 32-bit indices");
     let rows = asg.n_rows();
     assert_eq!(layout.n_rows(), rows);
@@ -107,7 +107,7 @@ fn check(dev: &Arc<Device>, what: &str, asg: &Assignment) {
     dev.record(&end).unwrap();
     dev.sync_compute().expect("products ran");
     let ms = dev.elapsed(&start, &end).unwrap().as_secs_f64() * 1e3;
-    let want = asg.abc().expect("cpu products");
+    let want = asg.abc_values().expect("cpu products");
     for (name, (o, want)) in ["a", "b", "c"]
         .iter()
         .zip(out.iter().zip([&want.a, &want.b, &want.c]))

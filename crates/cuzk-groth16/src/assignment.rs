@@ -1,8 +1,8 @@
 //! The output of synthesis: everything the prover needs from a circuit, and nothing of the
 //! circuit itself. Owns [`Assignment`] and the [`Density`] bitmap; the constraint system
 //! that fills them lives in `synthesis.rs`. An assignment may leave a, b, c to its
-//! backend and carry the recorded matrices instead ([`Assignment::deferred`]); the
-//! recordings live in `recorded.rs`.
+//! backend and carry the recorded matrices instead ([`Abc::Deferred`]); the recordings
+//! live in `recorded.rs`.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -74,26 +74,24 @@ impl Density {
 }
 
 /// A synthesized circuit: the evaluations of the A, B, C linear combinations at every
-/// constraint, the witness, and which variables appear in the A and B queries.
+/// constraint (or the recording to evaluate them from), the witness, and which variables
+/// appear in the A and B queries.
 ///
 /// Invariants (established by `synthesize`):
-/// - `a.len() == b.len() == c.len() == n_constraints + input_assignment.len()`: bellperson
-///   appends one `input_i · 0 = 0` constraint per public input, and so do we (their A
-///   evaluation is the input's value, B and C are zero). A *deferred* assignment
-///   (`deferred` set, made by `R1cs::assign_deferred`) has a, b, c empty instead: they are
-///   A·z, B·z, C·z of its recording, for the backend to evaluate ([`Assignment::abc`] on
-///   the CPU); [`Assignment::n_rows`] counts the rows all the same.
+/// - Evaluated ([`Abc::Evaluated`]): `a.len() == b.len() == c.len() == n_constraints +
+///   input_assignment.len()`: bellperson appends one `input_i · 0 = 0` constraint per
+///   public input, and so do we (their A evaluation is the input's value, B and C are
+///   zero). Deferred ([`Abc::Deferred`], made by `R1cs::assign_deferred`): a, b, c are
+///   A·z, B·z, C·z of the recording, for the backend to evaluate
+///   ([`Assignment::abc_values`] on the CPU); [`Assignment::n_rows`] counts the rows all
+///   the same.
 /// - `input_assignment[0] == Scalar::ONE`.
 /// - `a_aux_density.len() == b_aux_density.len() == aux_assignment.len()` and
 ///   `b_input_density.len() == input_assignment.len()`; every input is in the A query.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Assignment {
-    /// ⟨A_j, z⟩ for every constraint j (paper: u_j(τ) evaluated on the witness z).
-    pub a: Vec<Scalar>,
-    /// ⟨B_j, z⟩ for every constraint j.
-    pub b: Vec<Scalar>,
-    /// ⟨C_j, z⟩ for every constraint j.
-    pub c: Vec<Scalar>,
+    /// a, b, c: evaluated, or left to the backend with the recording they come from.
+    pub abc: Abc,
     /// Public inputs, `ONE` first.
     pub input_assignment: Vec<Scalar>,
     /// Private (auxiliary) witness.
@@ -104,15 +102,41 @@ pub struct Assignment {
     pub b_input_density: Density,
     /// Aux variables that appear in some B linear combination.
     pub b_aux_density: Density,
-    /// When set, a, b, c are empty and are this recording's products with the witness
-    /// (z = inputs ‖ aux), left to the backend: the GPU evaluates them where the witness
-    /// is uploaded, so the host neither computes nor holds them.
-    pub deferred: Option<Arc<R1cs>>,
 }
 
-/// The a, b, c of an assignment: borrowed when it holds them, evaluated when deferred.
+/// An assignment's a, b, c: the vectors, or the recorded matrices they are the products of.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Abc<'a> {
+pub enum Abc {
+    /// Evaluated on the host, one entry per row.
+    Evaluated {
+        /// ⟨A_j, z⟩ for every constraint j (paper: u_j(τ) evaluated on the witness z).
+        a: Vec<Scalar>,
+        /// ⟨B_j, z⟩ for every constraint j.
+        b: Vec<Scalar>,
+        /// ⟨C_j, z⟩ for every constraint j.
+        c: Vec<Scalar>,
+    },
+    /// Left to the backend: a = A·z, b = B·z, c = C·z of this recording with the witness
+    /// z = inputs ‖ aux. The GPU evaluates them where the witness is uploaded, so the host
+    /// neither computes nor holds them.
+    Deferred(Arc<R1cs>),
+}
+
+impl Default for Abc {
+    /// Evaluated, no rows.
+    fn default() -> Self {
+        Abc::Evaluated {
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+        }
+    }
+}
+
+/// The a, b, c of an assignment as values: borrowed when it holds them, evaluated when
+/// deferred.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AbcValues<'a> {
     /// ⟨A_j, z⟩ for every row j.
     pub a: Cow<'a, [Scalar]>,
     /// ⟨B_j, z⟩ for every row j.
@@ -125,15 +149,46 @@ impl Assignment {
     /// Number of rows of a/b/c: constraints plus one per public input (for a deferred
     /// assignment, its recording's).
     pub fn n_rows(&self) -> usize {
-        match &self.deferred {
-            Some(r1cs) => r1cs.n_rows(),
-            None => self.a.len(),
+        match &self.abc {
+            Abc::Deferred(r1cs) => r1cs.n_rows(),
+            Abc::Evaluated { a, .. } => a.len(),
         }
     }
 
-    /// Whether a, b, c are left to the backend ([`Assignment::deferred`]).
+    /// Whether a, b, c are left to the backend ([`Abc::Deferred`]).
     pub fn is_deferred(&self) -> bool {
-        self.deferred.is_some()
+        matches!(self.abc, Abc::Deferred(_))
+    }
+
+    /// The recording a deferred assignment's a, b, c come from; `None` when evaluated.
+    pub fn deferred(&self) -> Option<&Arc<R1cs>> {
+        match &self.abc {
+            Abc::Deferred(r1cs) => Some(r1cs),
+            Abc::Evaluated { .. } => None,
+        }
+    }
+
+    /// The evaluated a; empty when deferred (check [`Assignment::deferred`] first, or take
+    /// [`Assignment::abc_values`]).
+    pub fn a(&self) -> &[Scalar] {
+        self.evaluated_vectors()[0]
+    }
+
+    /// The evaluated b; empty when deferred.
+    pub fn b(&self) -> &[Scalar] {
+        self.evaluated_vectors()[1]
+    }
+
+    /// The evaluated c; empty when deferred.
+    pub fn c(&self) -> &[Scalar] {
+        self.evaluated_vectors()[2]
+    }
+
+    fn evaluated_vectors(&self) -> [&[Scalar]; 3] {
+        match &self.abc {
+            Abc::Evaluated { a, b, c } => [a, b, c],
+            Abc::Deferred(_) => [&[]; 3],
+        }
     }
 
     /// a, b, c: borrowed, or for a deferred assignment evaluated on the CPU (the parallel
@@ -142,16 +197,16 @@ impl Assignment {
     /// # Errors
     /// [`SynthesisError::ShapeMismatch`] when a deferred assignment's witness does not
     /// have its recording's counts.
-    pub fn abc(&self) -> Result<Abc<'_>, SynthesisError> {
-        match &self.deferred {
-            None => Ok(Abc {
-                a: Cow::Borrowed(&self.a),
-                b: Cow::Borrowed(&self.b),
-                c: Cow::Borrowed(&self.c),
+    pub fn abc_values(&self) -> Result<AbcValues<'_>, SynthesisError> {
+        match &self.abc {
+            Abc::Evaluated { a, b, c } => Ok(AbcValues {
+                a: Cow::Borrowed(a),
+                b: Cow::Borrowed(b),
+                c: Cow::Borrowed(c),
             }),
-            Some(r1cs) => {
+            Abc::Deferred(r1cs) => {
                 let [a, b, c] = r1cs.evaluate(&self.input_assignment, &self.aux_assignment)?;
-                Ok(Abc {
+                Ok(AbcValues {
                     a: Cow::Owned(a),
                     b: Cow::Owned(b),
                     c: Cow::Owned(c),
@@ -164,12 +219,11 @@ impl Assignment {
     /// evaluated assignment is left as it is.
     ///
     /// # Errors
-    /// As [`Assignment::abc`].
+    /// As [`Assignment::abc_values`].
     pub fn evaluate(&mut self) -> Result<(), SynthesisError> {
-        if let Some(r1cs) = &self.deferred {
+        if let Abc::Deferred(r1cs) = &self.abc {
             let [a, b, c] = r1cs.evaluate(&self.input_assignment, &self.aux_assignment)?;
-            (self.a, self.b, self.c) = (a, b, c);
-            self.deferred = None;
+            self.abc = Abc::Evaluated { a, b, c };
         }
         Ok(())
     }
@@ -178,7 +232,7 @@ impl Assignment {
     /// evaluated copy (the witness is cloned).
     ///
     /// # Errors
-    /// As [`Assignment::abc`].
+    /// As [`Assignment::abc_values`].
     pub fn evaluated(&self) -> Result<Cow<'_, Assignment>, SynthesisError> {
         if !self.is_deferred() {
             return Ok(Cow::Borrowed(self));
@@ -194,10 +248,11 @@ impl Assignment {
     }
 
     /// Host bytes held by this assignment (a/b/c and witness), for memory budgets. A
-    /// deferred assignment's a, b, c are empty and its recording is shared (the shape
-    /// cache counts it, `recorded::recorded_bytes`), so neither is counted here.
+    /// deferred assignment holds no a, b, c and its recording is shared (the shape cache
+    /// counts it, `recorded::recorded_bytes`), so neither is counted here.
     pub fn host_bytes(&self) -> usize {
-        32 * (self.a.len() + self.b.len() + self.c.len())
+        let [a, b, c] = self.evaluated_vectors();
+        32 * (a.len() + b.len() + c.len())
             + 32 * (self.input_assignment.len() + self.aux_assignment.len())
             + 8 * (self.a_aux_density.words().len()
                 + self.b_input_density.words().len()

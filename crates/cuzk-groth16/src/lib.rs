@@ -32,7 +32,7 @@ pub mod testkit;
 pub mod token;
 pub mod witness;
 
-pub use assignment::{Assignment, Density};
+pub use assignment::{Abc, Assignment, Density};
 pub use backend::{
     Backend, BackendError, MsmOutputs, ProveReport, ProveStage, StageTime, TokenTimes,
 };

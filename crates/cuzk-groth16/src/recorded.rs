@@ -13,8 +13,8 @@
 //!
 //! A *deferred* assignment ([`R1cs::assign_deferred`], [`R1cs::with_witness`]) keeps the
 //! recording instead of a, b, c, so that a backend can evaluate the products where the
-//! witness already is (the GPU) and the host never holds them; [`Assignment::abc`] is the
-//! CPU evaluation, the oracle of every other.
+//! witness already is (the GPU) and the host never holds them; [`Assignment::abc_values`]
+//! is the CPU evaluation, the oracle of every other.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +24,7 @@ use bellperson::{Circuit, ConstraintSystem, LinearCombination, Variable};
 use ff::Field;
 use rayon::prelude::*;
 
+use crate::assignment::Abc;
 use crate::sublayout::{witness_parts, Parts, SubLayout};
 use crate::synthesis::{SynthesisCs, SynthesisError};
 use crate::witness::{Counts, WitnessCs};
@@ -356,7 +357,7 @@ impl R1cs {
     }
 
     /// [`Self::assign`] with a, b, c left to the backend: the assignment holds the witness,
-    /// the densities and this recording (see [`Assignment::deferred`]); a, b, c are empty.
+    /// the densities and this recording ([`Abc::Deferred`]) instead of a, b, c.
     ///
     /// # Errors
     /// As [`Self::assign`].
@@ -368,7 +369,7 @@ impl R1cs {
         self.with_witness(inputs, aux)
     }
 
-    /// The deferred assignment ([`Assignment::deferred`]) of a witness of the recorded
+    /// The deferred assignment ([`Abc::Deferred`]) of a witness of the recorded
     /// counts: `inputs` (ONE first) and `aux`.
     ///
     /// # Errors
@@ -381,13 +382,12 @@ impl R1cs {
     ) -> Result<Assignment, SynthesisError> {
         self.check_witness(&inputs, &aux)?;
         Ok(Assignment {
+            abc: Abc::Deferred(self.clone()),
             input_assignment: inputs,
             aux_assignment: aux,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-            deferred: Some(self.clone()),
-            ..Assignment::default()
         })
     }
 
@@ -503,15 +503,12 @@ impl R1cs {
     pub(crate) fn products(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> Assignment {
         let [a, b, c] = self.abc(&inputs, &aux);
         Assignment {
-            a,
-            b,
-            c,
+            abc: Abc::Evaluated { a, b, c },
             input_assignment: inputs,
             aux_assignment: aux,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-            deferred: None,
         }
     }
 

@@ -12,6 +12,7 @@
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, Variable};
 use ff::Field;
 
+use crate::assignment::Abc;
 use crate::{Assignment, Scalar};
 
 /// Why a circuit could not be synthesized.
@@ -63,7 +64,7 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Assignment, Synthesi
     let mut cs = SynthesisCs::new();
     if let Err(source) = circuit.synthesize(&mut cs) {
         return Err(SynthesisError::Circuit {
-            n_constraints: cs.asg.a.len(),
+            n_constraints: cs.n_constraints(),
             source,
         });
     }
@@ -75,7 +76,15 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Assignment, Synthesi
 /// most callers want [`synthesize`].
 #[derive(Debug)]
 pub struct SynthesisCs {
+    /// The witness and densities; a, b, c grow in the three vectors below and join it in
+    /// [`Self::finish`].
     asg: Assignment,
+    /// ⟨A_j, z⟩ for each constraint enforced so far.
+    a: Vec<Scalar>,
+    /// ⟨B_j, z⟩ likewise.
+    b: Vec<Scalar>,
+    /// ⟨C_j, z⟩ likewise.
+    c: Vec<Scalar>,
     /// The first bad constraint seen; `enforce` cannot return errors, so it is kept here.
     error: Option<SynthesisError>,
 }
@@ -92,7 +101,13 @@ impl SynthesisCs {
         let mut asg = Assignment::default();
         asg.input_assignment.push(Scalar::ONE);
         asg.b_input_density.push(false);
-        SynthesisCs { asg, error: None }
+        SynthesisCs {
+            asg,
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+            error: None,
+        }
     }
 
     /// Public inputs allocated so far, `ONE` included.
@@ -107,7 +122,7 @@ impl SynthesisCs {
 
     /// Constraints enforced so far (without the input rows, which [`Self::finish`] adds).
     pub fn n_constraints(&self) -> usize {
-        self.asg.a.len()
+        self.a.len()
     }
 
     /// Appends one `input_i · 0 = 0` row per public input (A evaluates to the input's
@@ -119,12 +134,13 @@ impl SynthesisCs {
         if let Some(err) = self.error.take() {
             return Err(err);
         }
-        let mut asg = self.asg;
+        let (mut asg, mut a, mut b, mut c) = (self.asg, self.a, self.b, self.c);
         let n_inputs = asg.input_assignment.len();
-        asg.a.reserve(n_inputs);
-        asg.b.resize(asg.b.len() + n_inputs, Scalar::ZERO);
-        asg.c.resize(asg.c.len() + n_inputs, Scalar::ZERO);
-        asg.a.extend_from_slice(&asg.input_assignment);
+        a.reserve(n_inputs);
+        b.resize(b.len() + n_inputs, Scalar::ZERO);
+        c.resize(c.len() + n_inputs, Scalar::ZERO);
+        a.extend_from_slice(&asg.input_assignment);
+        asg.abc = Abc::Evaluated { a, b, c };
         Ok(asg)
     }
 
@@ -134,7 +150,7 @@ impl SynthesisCs {
     /// synthesis profile.
     fn eval(&mut self, lc: &LinearCombination<Scalar>, query: Query) -> Scalar {
         let mut acc = Scalar::ZERO;
-        let constraint = self.asg.a.len();
+        let constraint = self.a.len();
         let inputs = &self.asg.input_assignment;
         for (&i, coeff) in lc.iter_inputs() {
             if *coeff == Scalar::ZERO {
@@ -214,6 +230,9 @@ impl ConstraintSystem<Scalar> for SynthesisCs {
     fn new() -> Self {
         SynthesisCs {
             asg: Assignment::default(),
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
             error: None,
         }
     }
@@ -252,9 +271,9 @@ impl ConstraintSystem<Scalar> for SynthesisCs {
         let a = self.eval(&a(LinearCombination::zero()), Query::A);
         let b = self.eval(&b(LinearCombination::zero()), Query::B);
         let c = self.eval(&c(LinearCombination::zero()), Query::C);
-        self.asg.a.push(a);
-        self.asg.b.push(b);
-        self.asg.c.push(c);
+        self.a.push(a);
+        self.b.push(b);
+        self.c.push(c);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -289,17 +308,17 @@ impl ConstraintSystem<Scalar> for SynthesisCs {
         ) = (&self.error, &other.error)
         {
             self.error = Some(SynthesisError::UnknownVariable {
-                constraint: constraint + self.asg.a.len(),
+                constraint: constraint + self.a.len(),
                 kind,
                 index: *index,
                 allocated: *allocated,
             });
         }
+        self.a.extend_from_slice(&other.a);
+        self.b.extend_from_slice(&other.b);
+        self.c.extend_from_slice(&other.c);
         let asg = &mut self.asg;
         let o = &other.asg;
-        asg.a.extend_from_slice(&o.a);
-        asg.b.extend_from_slice(&o.b);
-        asg.c.extend_from_slice(&o.c);
         for i in 0..o.aux_assignment.len() {
             asg.a_aux_density.push(o.a_aux_density.get(i));
             asg.b_aux_density.push(o.b_aux_density.get(i));

@@ -353,7 +353,7 @@ impl Backend for GpuBackend {
         // A deferred assignment's a, b, c come from its recorded matrices on the device,
         // or, when they do not fit, from the CPU products, evaluated row by row straight
         // into the pinned staging (`prepare.rs`).
-        let matrices = match &asg.deferred {
+        let matrices = match asg.deferred() {
             None => None,
             Some(r1cs) => match self.matrices_for(r1cs, &shape, srs) {
                 Ok(Some(m)) => Some(m),

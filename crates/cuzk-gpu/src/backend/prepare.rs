@@ -38,7 +38,7 @@ pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
     let n = 1usize << lg;
     let rows = asg.n_rows();
     let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
-    if let Some(r1cs) = &asg.deferred {
+    if let Some(r1cs) = asg.deferred() {
         // a, b, c come from the recording: the witness must be of its counts.
         if r1cs.n_inputs() != ni || r1cs.n_aux() != nx || rows > n {
             return Err(GpuError::Input(format!(
@@ -47,12 +47,12 @@ pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
                 r1cs.n_aux()
             )));
         }
-    } else if asg.b.len() != rows || asg.c.len() != rows || rows > n {
+    } else if asg.b().len() != rows || asg.c().len() != rows || rows > n {
         return Err(GpuError::Input(format!(
             "a, b, c have {}, {}, {} rows for a domain of {n}",
             rows,
-            asg.b.len(),
-            asg.c.len()
+            asg.b().len(),
+            asg.c().len()
         )));
     }
     let lens = srs.lens();
@@ -248,7 +248,7 @@ pub(crate) fn staging_pieces<'a>(shape: &SlotShape, asg: &'a Assignment) -> Vec<
     let (lay, _) = shape.layout();
     let mut out = Vec::new();
     for (k, (off, bytes)) in lay[..3].iter().copied().enumerate() {
-        let end = match &asg.deferred {
+        let end = match asg.deferred() {
             Some(r1cs) => {
                 let products = Products {
                     r1cs,
@@ -257,7 +257,7 @@ pub(crate) fn staging_pieces<'a>(shape: &SlotShape, asg: &'a Assignment) -> Vec<
                 };
                 row_pieces(off, r1cs.n_rows(), products, Matrix::ALL[k], &mut out)
             }
-            None => vector_pieces(off, &[([&asg.a, &asg.b, &asg.c][k], None)], &mut out),
+            None => vector_pieces(off, &[([asg.a(), asg.b(), asg.c()][k], None)], &mut out),
         };
         zero_pieces(end, off + bytes, &mut out);
     }
@@ -431,9 +431,11 @@ mod tests {
         // 3 rows in a domain of 8, two inputs, five aux with A and B densities.
         let sc = |x: u64| Scalar::from(x);
         let mut asg = Assignment {
-            a: (1..4).map(sc).collect(),
-            b: (11..14).map(sc).collect(),
-            c: (21..24).map(sc).collect(),
+            abc: cuzk_groth16::Abc::Evaluated {
+                a: (1..4).map(sc).collect(),
+                b: (11..14).map(sc).collect(),
+                c: (21..24).map(sc).collect(),
+            },
             input_assignment: vec![sc(100), sc(101)],
             aux_assignment: (200..205).map(sc).collect(),
             ..Default::default()

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::assignment::Abc;
+use crate::assignment::AbcValues;
 use crate::backend::{Backend, BackendError, MsmOutputs, ProveReport, ProveStage};
 use crate::{Assignment, Srs};
 use h::HPlan;
@@ -78,7 +78,7 @@ impl Backend for CpuBackend {
 
         let t = Instant::now();
         // A deferred assignment's a, b, c: the recording's sparse products, here.
-        let abc = asg.abc().map_err(|e| BackendError::Mismatch {
+        let abc = asg.abc_values().map_err(|e| BackendError::Mismatch {
             what: e.to_string(),
         })?;
         check_rows(asg.n_rows(), &abc)?;
@@ -150,7 +150,7 @@ impl Backend for CpuBackend {
 }
 
 /// Checks that a, b, c have `rows` rows each.
-fn check_rows(rows: usize, abc: &Abc<'_>) -> Result<(), BackendError> {
+fn check_rows(rows: usize, abc: &AbcValues<'_>) -> Result<(), BackendError> {
     if abc.a.len() != rows || abc.b.len() != rows || abc.c.len() != rows {
         return Err(BackendError::Mismatch {
             what: format!(

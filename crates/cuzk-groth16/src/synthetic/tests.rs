@@ -9,7 +9,7 @@ fn satisfiable_with_porep_densities() {
     assert_eq!(asg.n_rows(), 1 << 14);
     assert_eq!(asg.input_assignment.len(), c.n_inputs);
     assert_eq!(c.n_inputs, 16);
-    for (j, ((a, b), cc)) in asg.a.iter().zip(&asg.b).zip(&asg.c).enumerate() {
+    for (j, ((a, b), cc)) in asg.a().iter().zip(asg.b()).zip(asg.c()).enumerate() {
         assert_eq!(a * b, *cc, "row {j} unsatisfied");
     }
     let n_aux = asg.aux_assignment.len() as f64;
@@ -40,7 +40,7 @@ fn shape_is_configurable() {
     };
     let c = SyntheticCircuit::with_log_n(13, 4, shape).expect("valid size");
     let asg = crate::synthesize(c).expect("synthesizes");
-    for (j, ((a, b), cc)) in asg.a.iter().zip(&asg.b).zip(&asg.c).enumerate() {
+    for (j, ((a, b), cc)) in asg.a().iter().zip(asg.b()).zip(asg.c()).enumerate() {
         assert_eq!(a * b, *cc, "row {j} unsatisfied");
     }
     let n_aux = asg.aux_assignment.len() as f64;
@@ -64,7 +64,7 @@ fn deterministic_in_the_seed() {
     };
     let (a, b, other) = (make(1), make(1), make(2));
     assert_eq!(a.aux_assignment, b.aux_assignment);
-    assert_eq!(a.a, b.a);
+    assert_eq!(a.abc, b.abc);
     assert_ne!(a.aux_assignment, other.aux_assignment);
 }
 
@@ -79,7 +79,7 @@ fn witness_seed_keeps_the_structure() {
     assert_eq!(a.a_aux_density, b.a_aux_density);
     assert_eq!(a.b_aux_density, b.b_aux_density);
     assert_eq!(a.b_input_density, b.b_input_density);
-    for (j, ((x, y), z)) in b.a.iter().zip(&b.b).zip(&b.c).enumerate() {
+    for (j, ((x, y), z)) in b.a().iter().zip(b.b()).zip(b.c()).enumerate() {
         assert_eq!(x * y, *z, "row {j} unsatisfied");
     }
 }
@@ -87,7 +87,7 @@ fn witness_seed_keeps_the_structure() {
 /// FNV-1a over a, b, c, the inputs and the aux values.
 fn digest(asg: &crate::Assignment) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let values = asg.a.iter().chain(&asg.b).chain(&asg.c);
+    let values = asg.a().iter().chain(asg.b()).chain(asg.c());
     for v in values
         .chain(&asg.input_assignment)
         .chain(&asg.aux_assignment)
@@ -136,7 +136,7 @@ fn parts_keep_the_shape_and_split_evenly() {
     assert_eq!(c.n_parts(), 18);
     let asg = crate::synthesize(c).expect("synthesizes");
     assert_eq!(asg.n_rows(), 1 << 14);
-    for (j, ((a, b), cc)) in asg.a.iter().zip(&asg.b).zip(&asg.c).enumerate() {
+    for (j, ((a, b), cc)) in asg.a().iter().zip(asg.b()).zip(asg.c()).enumerate() {
         assert_eq!(a * b, *cc, "row {j} unsatisfied");
     }
     let n_aux = asg.aux_assignment.len() as f64;

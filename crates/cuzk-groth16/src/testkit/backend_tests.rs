@@ -6,6 +6,7 @@
 
 use super::{bellperson_params, srs_from_params, TestCircuit};
 use crate::recorded::R1cs;
+use crate::Abc;
 use crate::{
     prove, prove_random, synthesize, verify, Backend, BackendError, Proof, ProveError, ProveStage,
     Scalar, Srs, SrsOptions,
@@ -96,7 +97,7 @@ pub fn deferred_assignments_prove_as_evaluated(backend: &dyn Backend) {
         let asg = synthesize(circuit.clone()).unwrap();
         let r1cs = std::sync::Arc::new(R1cs::record(circuit.clone()).unwrap());
         let deferred = r1cs.assign_deferred(circuit.clone()).unwrap();
-        assert!(deferred.is_deferred() && deferred.a.is_empty());
+        assert!(deferred.is_deferred() && deferred.a().is_empty());
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let (want, _) = prove(&asg, &srs, r, s, backend).unwrap();
@@ -215,7 +216,9 @@ pub fn mismatched_parameters_are_errors(backend: &dyn Backend) {
     ));
     // A truncated a/b/c.
     let mut asg = synthesize(small.clone()).unwrap();
-    asg.c.pop();
+    if let Abc::Evaluated { c, .. } = &mut asg.abc {
+        c.pop();
+    }
     assert!(matches!(
         prove(&asg, &srs, r, s, backend),
         Err(ProveError::Backend(BackendError::Mismatch { .. }))

@@ -49,12 +49,12 @@ fn late_input_assignment_is_exact() {
     assert_eq!(asg.input_assignment, vec![Scalar::ONE, s(5)]);
     assert_eq!(asg.aux_assignment, vec![s(3), s(9), s(15), s(15)]);
     assert_eq!(
-        asg.a,
-        vec![s(3), s(5), s(15), Scalar::ZERO, Scalar::ONE, s(5)]
+        asg.a(),
+        [s(3), s(5), s(15), Scalar::ZERO, Scalar::ONE, s(5)]
     );
     assert_eq!(
-        asg.b,
-        vec![
+        asg.b(),
+        [
             s(3),
             s(3),
             Scalar::ONE,
@@ -64,8 +64,8 @@ fn late_input_assignment_is_exact() {
         ]
     );
     assert_eq!(
-        asg.c,
-        vec![s(9), s(15), s(15), Scalar::ZERO, Scalar::ZERO, Scalar::ZERO]
+        asg.c(),
+        [s(9), s(15), s(15), Scalar::ZERO, Scalar::ZERO, Scalar::ZERO]
     );
     let bits = |d: &cuzk_groth16::Density| (0..d.len()).map(|i| d.get(i)).collect::<Vec<_>>();
     // A: x (twice), y; p is an input (inputs are not tracked in A); z, w never in A
@@ -134,9 +134,7 @@ fn extend_matches_one_system() {
     LateInput.synthesize(&mut second).unwrap();
     first.extend(&second);
     let joined = first.finish().unwrap();
-    assert_eq!(joined.a, whole.a);
-    assert_eq!(joined.b, whole.b);
-    assert_eq!(joined.c, whole.c);
+    assert_eq!(joined.abc, whole.abc);
     assert_eq!(joined.input_assignment, whole.input_assignment);
     assert_eq!(joined.aux_assignment, whole.aux_assignment);
     assert_eq!(joined.a_aux_density, whole.a_aux_density);
