@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cuzk_groth16::SrsOptions;
+use cuzk_groth16::{SrsOptions, Synthesizer};
 use parking_lot::Mutex;
 use rand::RngCore;
 use tokio::sync::watch;
@@ -55,12 +55,11 @@ impl Engine {
         devices: Vec<DeviceSpec>,
     ) -> Result<Engine, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
-        cuzk_groth16::recorded::set_budget(cfg.recorded_r1cs_budget_bytes);
         // Partitions of recorded shapes leave a, b, c to the backend: the GPU computes them
         // from the witness it uploads (or the host does when the matrices do not fit), the
         // CPU backend evaluates them itself; either way the host holds no a, b, c between
         // synthesis and the prove.
-        cuzk_groth16::recorded::set_deferred(true);
+        let synth = Synthesizer::new(cfg.recorded_r1cs_budget_bytes).with_defer(true);
         let devices = crate::device::build_devices(&cfg, devices);
         let registry = Arc::new(registry);
         let srs = Arc::new(SrsManager::new(
@@ -100,6 +99,7 @@ impl Engine {
             timeline: Timeline::new(cfg.timeline_capacity),
             cfg,
             registry,
+            synth,
             srs,
             metrics: Metrics::new(),
             devices,
@@ -231,7 +231,7 @@ impl Engine {
             digest,
             kind: spec.kind,
             priority,
-            host_bytes: proof.partition_host_bytes() as u64,
+            host_bytes: proof.partition_host_bytes(&self.shared.synth) as u64,
             payload_bytes,
             proof,
             circuit_id,
@@ -485,6 +485,12 @@ impl Engine {
     /// The engine's config.
     pub fn config(&self) -> &EngineConfig {
         &self.shared.cfg
+    }
+
+    /// How this engine synthesizes: built at start from `recorded_r1cs_budget_bytes`,
+    /// deferring a, b, c to the backend; its recorded shapes are this engine's alone.
+    pub fn synthesizer(&self) -> &Synthesizer {
+        &self.shared.synth
     }
 
     /// Stops accepting jobs at once: every later submit gets [`EngineError::ShuttingDown`]

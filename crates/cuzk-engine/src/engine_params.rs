@@ -94,7 +94,8 @@ impl Engine {
     /// holds the first proof for seconds). A failure is logged, not returned: the first
     /// request records the shape then.
     fn record_shape(&self, circuit_id: &str) {
-        if !cuzk_groth16::recorded::recording_on() {
+        let synth = &self.shared.synth;
+        if !synth.recording_on() {
             return;
         }
         let Some((provider, _)) = self
@@ -105,11 +106,11 @@ impl Engine {
             return;
         };
         let t = Instant::now();
-        match provider.record_shape(circuit_id) {
+        match provider.record_shape(synth, circuit_id) {
             Ok(true) => info!(
                 circuit_id,
                 ms = t.elapsed().as_millis() as u64,
-                bytes = cuzk_groth16::recorded::recorded_bytes(),
+                bytes = synth.recorded_bytes(),
                 "shape recorded at preload"
             ),
             Ok(false) => {}

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cuzk_groth16::{KindError, PartitionedProof, ProofRequest};
+use cuzk_groth16::{KindError, PartitionedProof, ProofRequest, Synthesizer};
 
 use crate::ProofKindId;
 
@@ -60,15 +60,15 @@ pub trait ParamsProvider: Send + Sync {
         false
     }
 
-    /// Records the prover's shape of `circuit_id` (`cuzk_groth16::recorded`) ahead of its
-    /// first request, where this provider can, so that the first proof does not wait for
-    /// the recording; the engine calls it when it preloads the SRS. `Ok(true)` when a
-    /// recording was made, `Ok(false)` when there is none to make (the default: this
-    /// provider cannot, or the shape is already recorded).
+    /// Records the prover's shape of `circuit_id` in `synth` (the engine's
+    /// [`Synthesizer`]) ahead of its first request, where this provider can, so that the
+    /// first proof does not wait for the recording; the engine calls it when it preloads
+    /// the SRS. `Ok(true)` when a recording was made, `Ok(false)` when there is none to
+    /// make (the default: this provider cannot, or the shape is already recorded).
     ///
     /// # Errors
     /// [`KindError`] when the recording fails; the first request then records it.
-    fn record_shape(&self, _circuit_id: &str) -> Result<bool, KindError> {
+    fn record_shape(&self, _synth: &Synthesizer, _circuit_id: &str) -> Result<bool, KindError> {
         Ok(false)
     }
 }

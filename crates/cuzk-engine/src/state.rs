@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_groth16::{Assignment, PartitionedProof, Proof, VerifyingKey};
+use cuzk_groth16::{Assignment, PartitionedProof, Proof, Synthesizer, VerifyingKey};
 use parking_lot::{Condvar, Mutex};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
@@ -164,6 +164,10 @@ pub(crate) struct State {
 pub(crate) struct Shared {
     pub cfg: EngineConfig,
     pub registry: Arc<KindRegistry>,
+    /// How this engine synthesizes: its own recorded shapes (within
+    /// `recorded_r1cs_budget_bytes`), deferral and pool gate, shared by its workers and
+    /// by no other engine.
+    pub synth: Synthesizer,
     pub srs: Arc<SrsManager>,
     pub metrics: Metrics,
     pub timeline: Timeline,
@@ -288,7 +292,7 @@ impl Shared {
                 + self.cfg.srs_budget_bytes
                 + self.cfg.recorded_r1cs_budget_bytes,
             srs_bytes: self.srs.resident_bytes(),
-            recorded_bytes: cuzk_groth16::recorded::recorded_bytes(),
+            recorded_bytes: self.synth.recorded_bytes(),
             pinned_bytes: sum(|b| b.host_pinned_bytes()),
             device_compute_bytes: sum(|b| b.host_compute_bytes()),
             partitions_bytes: 0,

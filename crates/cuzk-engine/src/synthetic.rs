@@ -19,7 +19,7 @@ use std::sync::Arc;
 use cuzk_groth16::paramgen::FixedBaseMul;
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
 use cuzk_groth16::{
-    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, VerifyingKey,
+    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, Synthesizer, VerifyingKey,
 };
 use parking_lot::Mutex;
 use rand::SeedableRng;
@@ -178,18 +178,24 @@ impl PartitionedProof for SyntheticProof {
         self.spec.n_partitions as usize
     }
 
-    fn partition_host_bytes(&self) -> usize {
-        // a, b, c and about one aux scalar per row, plus the density words.
+    fn partition_host_bytes(&self, _synth: &Synthesizer) -> usize {
+        // a, b, c and about one aux scalar per row, plus the density words (deferred or
+        // not: the synthetic kind is charged for a, b, c either way).
         (1usize << self.spec.log_n) * (4 * 32 + 3)
     }
 
-    fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
+    fn synthesize(
+        &self,
+        synth: &Synthesizer,
+        partition_idx: usize,
+    ) -> Result<Assignment, KindError> {
         let fail = |reason: String| KindError::Synthesis {
             partition_idx,
             reason,
         };
         let circuit = circuit(self.spec.log_n, self.partition_seed(partition_idx)).map_err(fail)?;
-        let asg = cuzk_groth16::recorded::synthesize_cached(&self.spec.circuit_id(), circuit)
+        let asg = synth
+            .synthesize(&self.spec.circuit_id(), circuit)
             .map_err(|e| fail(e.to_string()))?;
         if let Some(slot) = self.inputs.lock().get_mut(partition_idx) {
             *slot = Some(asg.input_assignment.get(1..).unwrap_or_default().to_vec());
@@ -201,8 +207,9 @@ impl PartitionedProof for SyntheticProof {
         if let Some(Some(inputs)) = self.inputs.lock().get(partition_idx) {
             return Ok(inputs.clone());
         }
-        // Not synthesized in this process: derive them by synthesizing once.
-        let asg = self.synthesize(partition_idx)?;
+        // Not synthesized in this process: derive them by synthesizing once, the plain way
+        // (a synthesizer that never records).
+        let asg = self.synthesize(&Synthesizer::new(0), partition_idx)?;
         Ok(asg.input_assignment.get(1..).unwrap_or_default().to_vec())
     }
 
@@ -302,19 +309,18 @@ impl ParamsProvider for SyntheticParams {
         true
     }
 
-    /// Synthesizes the circuit of witness seed 0 through the shape cache, which records
-    /// its shape, and drops the result.
-    fn record_shape(&self, circuit_id: &str) -> Result<bool, KindError> {
-        use cuzk_groth16::recorded::{is_recorded, recording_on, synthesize_cached};
+    /// Synthesizes the circuit of witness seed 0 through `synth`, which records its
+    /// shape, and drops the result.
+    fn record_shape(&self, synth: &Synthesizer, circuit_id: &str) -> Result<bool, KindError> {
         let Some(log_n) = parse_circuit_id(circuit_id) else {
             return Ok(false);
         };
-        if !recording_on() || is_recorded(circuit_id) {
+        if !synth.recording_on() || synth.is_recorded(circuit_id) {
             return Ok(false);
         }
-        let made = synthesize_cached(circuit_id, circuit(log_n, 0).map_err(KindError::Other)?);
+        let made = synth.synthesize(circuit_id, circuit(log_n, 0).map_err(KindError::Other)?);
         drop(made.map_err(|e| KindError::Other(format!("{circuit_id}: {e}")))?);
-        Ok(is_recorded(circuit_id))
+        Ok(synth.is_recorded(circuit_id))
     }
 }
 
@@ -409,7 +415,8 @@ mod tests {
             };
             let proof = SyntheticProof::parse(&request(spec.encode())).expect("parse");
             let fresh = SyntheticProof::parse(&request(spec.encode())).expect("parse");
-            let asg = proof.synthesize(1).expect("synthesis");
+            let synth = Synthesizer::default();
+            let asg = proof.synthesize(&synth, 1).expect("synthesis");
             assert_eq!(asg.n_rows(), 1 << log_n);
             let inputs = proof.public_inputs(1).expect("inputs");
             assert_eq!(asg.input_assignment[1..], inputs[..]);
@@ -418,7 +425,7 @@ mod tests {
                 inputs,
                 "deterministic in the seed"
             );
-            let other = proof.synthesize(0).expect("synthesis");
+            let other = proof.synthesize(&synth, 0).expect("synthesis");
             assert_ne!(
                 other.aux_assignment, asg.aux_assignment,
                 "partitions have their own witness"

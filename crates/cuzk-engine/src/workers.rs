@@ -105,7 +105,7 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
 
         let t0 = Instant::now();
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            job.proof.synthesize(partition_idx as usize)
+            job.proof.synthesize(&shared.synth, partition_idx as usize)
         }));
         let t1 = Instant::now();
         shared.metrics.stage(Stage::Synthesis, t1 - t0);

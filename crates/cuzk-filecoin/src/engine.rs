@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cuzk_engine::{KindRegistry, ParamsProvider, ProofKindId};
-use cuzk_groth16::KindError;
+use cuzk_groth16::{KindError, Synthesizer};
 
 use crate::registry::{circuit_id, parse_circuit_id, SectorSize};
 use crate::testgen::FakeRequest;
@@ -63,18 +63,18 @@ impl ParamsProvider for FilecoinParams {
             .unwrap_or_default()
     }
 
-    fn record_shape(&self, circuit_id: &str) -> Result<bool, KindError> {
+    fn record_shape(&self, synth: &Synthesizer, circuit_id: &str) -> Result<bool, KindError> {
         match parse_circuit_id(circuit_id) {
-            Some((kind, size)) => record_shape(kind, size),
+            Some((kind, size)) => record_shape(synth, kind, size),
             None => Ok(false),
         }
     }
 }
 
-/// Records the prover's shape of `kind` at `size` in this process's shape cache
-/// (`cuzk_groth16::recorded`) before any request of it arrives: the first partition of a
+/// Records the prover's shape of `kind` at `size` in `synth` (the engine's
+/// `cuzk_groth16::Synthesizer`) before any request of it arrives: the first partition of a
 /// **fake** request of the true shape (`testgen::FakeRequest`, random data) is synthesized
-/// through the cache, which records the shape, and the result is dropped. No proof is
+/// through it, which records the shape, and the result is dropped. No proof is
 /// made from it. The data cannot change what is recorded: a Groth16 circuit's structure
 /// is fixed by its parameters, and a later request whose witness does not fit the
 /// recording is synthesized the plain way (the cache checks counts). `Ok(false)` when
@@ -83,50 +83,57 @@ impl ParamsProvider for FilecoinParams {
 ///
 /// # Errors
 /// [`KindError`] when the fake request cannot be made or its synthesis fails.
-pub fn record_shape(kind: FilecoinKind, size: SectorSize) -> Result<bool, KindError> {
-    use cuzk_groth16::recorded::{is_recorded, recording_on};
+pub fn record_shape(
+    synth: &Synthesizer,
+    kind: FilecoinKind,
+    size: SectorSize,
+) -> Result<bool, KindError> {
     let id = circuit_id(kind, size);
-    if kind == FilecoinKind::WinningPoSt || !recording_on() || is_recorded(&id) {
+    if kind == FilecoinKind::WinningPoSt || !synth.recording_on() || synth.is_recorded(&id) {
         return Ok(false);
     }
     let fake = FakeRequest::generate(kind, size, 0)
         .map_err(|e| KindError::Other(format!("fake {kind} request at {size}: {e}")))?;
     let opts = crate::ParseOptions { fake_ok: true };
     let proof = crate::parse_with(kind, &fake.request, &crate::default_param_dir(), opts)?;
-    drop(proof.synthesize(0)?);
-    Ok(is_recorded(&id))
+    drop(proof.synthesize(synth, 0)?);
+    Ok(synth.is_recorded(&id))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cuzk_groth16::recorded::{is_recorded, with_deferred, with_path, CachedPath};
+    use cuzk_groth16::CachedPath;
 
     /// A shape recorded before any request (from a fake request of the true shape, at
     /// preload) is the one later requests use, and assigns them as plain synthesis does:
     /// PoRep (recorded from its prefix and one challenge), WindowPoSt and SnapDeals at
-    /// 2 KiB. WinningPoSt has no fake request and is left to its first request. No other
-    /// test of this binary records these circuit ids (the cache is per process). See: #17.
+    /// 2 KiB. WinningPoSt has no fake request and is left to its first request. See: #17.
     #[test]
     fn shapes_recorded_ahead_assign_later_requests_as_plain() {
         let size = SectorSize::S2KiB;
+        let synth = Synthesizer::default().with_defer(true);
+        let plain_way = synth.with_path(CachedPath::Plain);
         for kind in [
             FilecoinKind::PoRep,
             FilecoinKind::WindowPoSt,
             FilecoinKind::SnapDeals,
         ] {
             let id = circuit_id(kind, size);
-            assert!(!is_recorded(&id), "{id}");
-            assert!(record_shape(kind, size).expect("records"), "{id}");
-            assert!(is_recorded(&id), "{id}");
-            assert!(!record_shape(kind, size).expect("nothing to do"), "{id}");
+            assert!(!synth.is_recorded(&id), "{id}");
+            assert!(record_shape(&synth, kind, size).expect("records"), "{id}");
+            assert!(synth.is_recorded(&id), "{id}");
+            assert!(
+                !record_shape(&synth, kind, size).expect("nothing to do"),
+                "{id}"
+            );
             let later = FakeRequest::generate(kind, size, 5).expect("fake");
             let opts = crate::ParseOptions { fake_ok: true };
             let proof = crate::parse_with(kind, &later.request, &crate::default_param_dir(), opts)
                 .expect("parse");
             for k in 0..proof.num_partitions() {
-                let plain = with_path(CachedPath::Plain, || proof.synthesize(k)).expect("plain");
-                let got = with_deferred(true, || proof.synthesize(k)).expect("recorded");
+                let plain = proof.synthesize(&plain_way, k).expect("plain");
+                let got = proof.synthesize(&synth, k).expect("recorded");
                 assert!(got.is_deferred(), "{id} partition {k}");
                 assert!(
                     *got.evaluated().expect("evaluates") == plain,
@@ -134,6 +141,6 @@ mod tests {
                 );
             }
         }
-        assert!(!record_shape(FilecoinKind::WinningPoSt, size).expect("no fake"));
+        assert!(!record_shape(&synth, FilecoinKind::WinningPoSt, size).expect("no fake"));
     }
 }

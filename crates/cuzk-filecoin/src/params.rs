@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cuzk_groth16::KindError;
+use cuzk_groth16::{KindError, Synthesizer};
 use filecoin_proofs::{MerkleTreeTrait, PoRepConfig, PoStConfig};
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_update::{
@@ -147,11 +147,11 @@ impl CircuitShape {
         32 * (self.inputs + self.aux) + 3 * self.aux.div_ceil(8)
     }
 
-    /// What admission charges a partition now: [`CircuitShape::witness_bytes`] while the
-    /// shape cache defers a, b, c (the engine turns that on), else
+    /// What admission charges a partition that `synth` synthesizes:
+    /// [`CircuitShape::witness_bytes`] while it defers a, b, c (the engine's does), else
     /// [`CircuitShape::host_bytes`].
-    pub fn admission_bytes(&self) -> usize {
-        match cuzk_groth16::recorded::deferred() {
+    pub fn admission_bytes(&self, synth: &Synthesizer) -> usize {
+        match synth.defers() {
             true => self.witness_bytes(),
             false => self.host_bytes(),
         }
@@ -187,8 +187,9 @@ mod tests {
     #[test]
     fn admission_charges_the_witness_only_while_a_b_c_are_deferred() {
         let shape = CircuitShape::of(FilecoinKind::PoRep, SectorSize::S32GiB);
-        let deferred = cuzk_groth16::recorded::with_deferred(true, || shape.admission_bytes());
-        let evaluated = cuzk_groth16::recorded::with_deferred(false, || shape.admission_bytes());
+        let synth = Synthesizer::default();
+        let deferred = shape.admission_bytes(&synth.with_defer(true));
+        let evaluated = shape.admission_bytes(&synth.with_defer(false));
         assert_eq!(deferred, shape.witness_bytes());
         assert_eq!(evaluated, shape.host_bytes());
         // 130,170,221 witness scalars (4.17 GB) against 15.5 GiB with a, b, c.

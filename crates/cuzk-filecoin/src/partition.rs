@@ -10,29 +10,30 @@
 use bellperson::groth16::{prepare_verifying_key, verify_proofs_batch};
 use bellperson::Circuit;
 use cuzk_groth16::sublayout::Parts;
-use cuzk_groth16::{Assignment, KindError, Proof, Scalar, VerifyingKey};
+use cuzk_groth16::{Assignment, KindError, Proof, Scalar, Synthesizer, VerifyingKey};
 
 /// Bytes of one compressed Groth16 proof (G1 48 ‖ G2 96 ‖ G1 48).
 pub const PROOF_BYTES: usize = 192;
 
 /// Synthesizes `circuit` (partition `partition_idx` of a `circuit_id` proof), also given
 /// as its parts (a shared prefix, then sub-circuits of one structure: PoRep's and
-/// SnapDeals' challenges, PoSt's sectors), with cuzk's constraint system through the
-/// recording of the circuit id's shape (`cuzk_groth16::recorded`): the first call records
-/// it from the prefix and one part where the parts allow it, and later calls compute
-/// only the witness, part by part on the rayon pool (`cuzk_groth16::sublayout`).
+/// SnapDeals' challenges, PoSt's sectors), with cuzk's constraint system through `synth`'s
+/// recording of the circuit id's shape (`cuzk_groth16::Synthesizer`): the first call
+/// records it from the prefix and one part where the parts allow it, and later calls
+/// compute only the witness, part by part on the rayon pool (`cuzk_groth16::sublayout`).
 pub(crate) fn synthesize_parts<C: Circuit<Scalar> + Clone, P: Parts>(
+    synth: &Synthesizer,
     circuit_id: &str,
     circuit: C,
     parts: &P,
     partition_idx: usize,
 ) -> Result<Assignment, KindError> {
-    cuzk_groth16::recorded::synthesize_cached_parts(circuit_id, circuit, parts).map_err(|e| {
-        KindError::Synthesis {
+    synth
+        .synthesize_parts(circuit_id, circuit, parts)
+        .map_err(|e| KindError::Synthesis {
             partition_idx,
             reason: e.to_string(),
-        }
-    })
+        })
 }
 
 /// A circuit that is not `Clone`, as a cloneable handle on the function that builds it:

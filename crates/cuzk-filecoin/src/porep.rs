@@ -17,7 +17,7 @@ use base64::Engine as _;
 use cuzk_groth16::sublayout::Parts;
 use cuzk_groth16::{
     Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, SynthesisError,
-    VerifyingKey,
+    Synthesizer, VerifyingKey,
 };
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig};
@@ -528,16 +528,20 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for PoRepC2<Tree> {
         self.vanilla_proofs.len()
     }
 
-    fn partition_host_bytes(&self) -> usize {
-        crate::params::CircuitShape::of(FilecoinKind::PoRep, self.size).admission_bytes()
+    fn partition_host_bytes(&self, synth: &Synthesizer) -> usize {
+        crate::params::CircuitShape::of(FilecoinKind::PoRep, self.size).admission_bytes(synth)
     }
 
-    fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
+    fn synthesize(
+        &self,
+        synth: &Synthesizer,
+        partition_idx: usize,
+    ) -> Result<Assignment, KindError> {
         let parts = self.challenge_parts(partition_idx)?;
         let circuit = self
             .circuit(parts.vanilla, partition_idx)
             .map_err(|e| partition::circuit_error(partition_idx, e))?;
-        partition::synthesize_parts(&self.circuit_id(), circuit, &parts, partition_idx)
+        partition::synthesize_parts(synth, &self.circuit_id(), circuit, &parts, partition_idx)
     }
 
     fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {

@@ -17,7 +17,7 @@ use bincode::Options as _;
 use cuzk_groth16::sublayout::Parts;
 use cuzk_groth16::{
     Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, SynthesisError,
-    VerifyingKey,
+    Synthesizer, VerifyingKey,
 };
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
@@ -381,11 +381,15 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
         1
     }
 
-    fn partition_host_bytes(&self) -> usize {
-        crate::params::CircuitShape::of(self.kind, self.size).admission_bytes()
+    fn partition_host_bytes(&self, synth: &Synthesizer) -> usize {
+        crate::params::CircuitShape::of(self.kind, self.size).admission_bytes(synth)
     }
 
-    fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
+    fn synthesize(
+        &self,
+        synth: &Synthesizer,
+        partition_idx: usize,
+    ) -> Result<Assignment, KindError> {
         if partition_idx != 0 {
             return Err(partition::circuit_error(
                 partition_idx,
@@ -394,7 +398,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedProof for FallbackPoStProof<Tre
         }
         let circuit = self.circuit()?;
         let sectors = self.sectors(circuit.clone());
-        partition::synthesize_parts(&self.circuit_id(), circuit, &sectors, partition_idx)
+        partition::synthesize_parts(synth, &self.circuit_id(), circuit, &sectors, partition_idx)
     }
 
     fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {

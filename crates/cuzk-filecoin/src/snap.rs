@@ -12,7 +12,7 @@ use bincode::Options as _;
 use cuzk_groth16::recorded::R1cs;
 use cuzk_groth16::witness::Counts;
 use cuzk_groth16::{
-    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, VerifyingKey,
+    Assignment, KindError, PartitionedProof, Proof, ProofRequest, Scalar, Synthesizer, VerifyingKey,
 };
 use filecoin_hashers::Domain;
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait, SectorUpdateConfig};
@@ -294,11 +294,15 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedProof
         self.vanilla_proofs.len()
     }
 
-    fn partition_host_bytes(&self) -> usize {
-        crate::params::CircuitShape::of(FilecoinKind::SnapDeals, self.size).admission_bytes()
+    fn partition_host_bytes(&self, synth: &Synthesizer) -> usize {
+        crate::params::CircuitShape::of(FilecoinKind::SnapDeals, self.size).admission_bytes(synth)
     }
 
-    fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
+    fn synthesize(
+        &self,
+        synth: &Synthesizer,
+        partition_idx: usize,
+    ) -> Result<Assignment, KindError> {
         let build = || self.circuit(partition_idx);
         // The update circuit is not Clone: build it once to surface errors (and to give
         // the mirrored parts their inputs), then let the recorder rebuild it for each run
@@ -307,6 +311,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedProof
         let parts =
             UpdateParts::new(&circuit).map_err(|e| partition::circuit_error(partition_idx, e))?;
         partition::synthesize_parts(
+            synth,
             &self.circuit_id(),
             partition::Rebuild(&build),
             &parts,

@@ -248,8 +248,8 @@ impl Assignment {
     }
 
     /// Host bytes held by this assignment (a/b/c and witness), for memory budgets. A
-    /// deferred assignment holds no a, b, c and its recording is shared (the shape cache
-    /// counts it, `recorded::recorded_bytes`), so neither is counted here.
+    /// deferred assignment holds no a, b, c and its recording is shared (its
+    /// `Synthesizer` counts it, `Synthesizer::recorded_bytes`), so neither is counted here.
     pub fn host_bytes(&self) -> usize {
         let [a, b, c] = self.evaluated_vectors();
         32 * (a.len() + b.len() + c.len())

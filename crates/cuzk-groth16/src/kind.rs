@@ -2,11 +2,12 @@
 //! (synthetic, PoRep C2, WindowPoSt, WinningPoSt, SnapDeals) without knowing its circuits.
 //! The trait lives here, below both the engine and `cuzk-filecoin`, so that the Filecoin
 //! kinds can implement it and the engine can consume it with dependencies pointing one way.
-//! A kind only describes the work; scheduling, memory and devices are the engine's.
+//! A kind only describes the work; scheduling, memory, devices and how to synthesize (the
+//! [`Synthesizer`] it is handed) are the engine's.
 
 use std::path::PathBuf;
 
-use crate::{Assignment, Proof, Scalar, VerifyingKey};
+use crate::{Assignment, Proof, Scalar, Synthesizer, VerifyingKey};
 
 /// The fields of a proof request as the wire carries them, kind-neutral. The server fills
 /// it from protobuf; each kind's parser reads the fields it needs and names any bad one.
@@ -79,14 +80,20 @@ pub trait PartitionedProof: Send + Sync {
     /// Number of partitions (each one Groth16 proof).
     fn num_partitions(&self) -> usize;
 
-    /// Estimated host bytes one synthesized partition holds (for admission).
-    fn partition_host_bytes(&self) -> usize;
+    /// Estimated host bytes one partition holds once `synth` has synthesized it (for
+    /// admission: less while `synth` defers a, b, c to the backend).
+    fn partition_host_bytes(&self, synth: &Synthesizer) -> usize;
 
-    /// Builds partition `partition_idx`'s circuit and synthesizes it.
+    /// Builds partition `partition_idx`'s circuit and synthesizes it with `synth` (its
+    /// recorded shapes, budget, deferral and pool gate: the engine's).
     ///
     /// # Errors
     /// [`KindError::Synthesis`] when the circuit cannot be built or synthesized.
-    fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError>;
+    fn synthesize(
+        &self,
+        synth: &Synthesizer,
+        partition_idx: usize,
+    ) -> Result<Assignment, KindError>;
 
     /// Public inputs of partition `partition_idx`, without the leading `ONE`.
     ///

@@ -21,11 +21,11 @@ pub mod paramgen;
 pub mod pool_gate;
 pub mod prover;
 pub mod recorded;
-mod shape_cache;
 pub mod srs;
 pub mod stats;
 pub mod sublayout;
 pub mod synthesis;
+pub mod synthesizer;
 pub mod synthetic;
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -43,6 +43,7 @@ pub use srs::{
     point_bytes, HostPins, QueryLens, Released, Srs, SrsError, SrsFile, SrsOptions, SrsQuery,
 };
 pub use synthesis::{synthesize, SynthesisCs, SynthesisError};
+pub use synthesizer::{CachedPath, Synthesizer};
 pub use token::{ComputeToken, TokenGuard};
 
 /// The scalar field of BLS12-381 (`Fr`).

@@ -12,9 +12,12 @@
 //! parts on 16 threads (two rounds of 9) run two partitions at a time, the second filling
 //! the threads the first's last round leaves idle; 2 parts run eight at a time. Callers on
 //! a rayon worker are never held (the pool would wait on itself): they run at once.
+//!
+//! A gate is a value, not a process-wide one: each [`crate::Synthesizer`] holds its own
+//! and hands it to `sublayout::witness_parts`, so two engines in one process each order
+//! their own partitions.
 
 use parking_lot::{Condvar, Mutex};
-use std::sync::OnceLock;
 
 /// A first-come-first-served gate in front of the rayon pool.
 pub struct PoolGate {
@@ -91,6 +94,19 @@ impl PoolGate {
         Place { gate: self, width }
     }
 
+    /// Takes a place for `n_parts` parts on the current rayon pool, in arrival order; at
+    /// once (and holding nothing) on a rayon worker.
+    pub fn enter_pool(&self, n_parts: usize) -> Place<'_> {
+        if rayon::current_thread_index().is_some() {
+            return Place {
+                gate: self,
+                width: 0,
+            };
+        }
+        let threads = rayon::current_num_threads();
+        self.enter(width(n_parts, threads), threads)
+    }
+
     /// Widths held now (tests, status).
     pub fn used(&self) -> usize {
         self.state.lock().used
@@ -107,25 +123,6 @@ impl Default for PoolGate {
     fn default() -> Self {
         PoolGate::new()
     }
-}
-
-/// The process's gate in front of the global rayon pool.
-fn global() -> &'static PoolGate {
-    static GATE: OnceLock<PoolGate> = OnceLock::new();
-    GATE.get_or_init(PoolGate::new)
-}
-
-/// Takes a place for `n_parts` parts on the current rayon pool, in arrival order; at once
-/// (and holding nothing) on a rayon worker.
-pub(crate) fn enter_pool(n_parts: usize) -> Place<'static> {
-    if rayon::current_thread_index().is_some() {
-        return Place {
-            gate: global(),
-            width: 0,
-        };
-    }
-    let threads = rayon::current_num_threads();
-    global().enter(width(n_parts, threads), threads)
 }
 
 #[cfg(test)]
@@ -196,7 +193,8 @@ mod tests {
             .num_threads(1)
             .build()
             .expect("pool");
-        let width = pool.install(|| enter_pool(1000).width);
+        let gate = PoolGate::new();
+        let width = pool.install(|| gate.enter_pool(1000).width);
         assert_eq!(width, 0);
     }
 }

@@ -14,7 +14,8 @@
 //! A *deferred* assignment ([`R1cs::assign_deferred`], [`R1cs::with_witness`]) keeps the
 //! recording instead of a, b, c, so that a backend can evaluate the products where the
 //! witness already is (the GPU) and the host never holds them; [`Assignment::abc_values`]
-//! is the CPU evaluation, the oracle of every other.
+//! is the CPU evaluation, the oracle of every other. Which shapes are recorded and kept,
+//! and whether assignments are deferred, is a [`crate::Synthesizer`]'s choice.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::assignment::Abc;
+use crate::pool_gate::PoolGate;
 use crate::sublayout::{witness_parts, Parts, SubLayout};
 use crate::synthesis::{SynthesisCs, SynthesisError};
 use crate::witness::{Counts, WitnessCs};
@@ -474,8 +476,9 @@ impl R1cs {
     }
 
     /// [`Self::assign`] for a circuit given as its [`Parts`] laid out as `layout`: the
-    /// parts' witnesses are computed in parallel straight into their ranges, then a, b, c
-    /// as in [`Self::assign`]. Same result as assigning the whole circuit.
+    /// parts' witnesses are computed in parallel straight into their ranges, after a turn
+    /// at `gate` ([`witness_parts`]), then a, b, c as in [`Self::assign`]. Same result as
+    /// assigning the whole circuit.
     ///
     /// # Errors
     /// As [`Self::assign`], and [`SynthesisError::ShapeMismatch`] when `layout` does not
@@ -484,6 +487,7 @@ impl R1cs {
         &self,
         layout: &SubLayout,
         parts: &P,
+        gate: &PoolGate,
     ) -> Result<Assignment, SynthesisError> {
         if layout.total() != self.counts() {
             return Err(SynthesisError::ShapeMismatch {
@@ -494,7 +498,7 @@ impl R1cs {
                 ),
             });
         }
-        let (inputs, aux) = witness_parts(layout, parts)?;
+        let (inputs, aux) = witness_parts(layout, parts, gate)?;
         Ok(self.products(inputs, aux))
     }
 
@@ -537,7 +541,9 @@ impl R1cs {
     }
 }
 
-/// A fresh recording id.
+/// A fresh recording id. Only an id generator, not synthesis state: ids are unique in the
+/// process, whichever `Synthesizer` made the recording, so a backend that keeps matrices
+/// by id (the GPU's) never mistakes one engine's recording for another's.
 fn next_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -547,12 +553,6 @@ fn next_id() -> u64 {
 mod parts;
 pub use parts::compare_recordings;
 pub(crate) use parts::record_from_parts;
-
-pub use crate::shape_cache::{
-    deferred, is_recorded, layout, recorded_bytes, recording_on, set_budget, set_deferred,
-    synthesize_cached, synthesize_cached_parts, with_deferred, with_path, CachedPath,
-    DEFAULT_BUDGET,
-};
 
 // The recording constraint system: a child module, for the matrices' fields.
 mod cs;

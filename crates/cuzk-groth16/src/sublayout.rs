@@ -16,6 +16,7 @@ use bellperson::Circuit;
 use ff::Field;
 use rayon::prelude::*;
 
+use crate::pool_gate::PoolGate;
 use crate::synthesis::SynthesisError;
 use crate::witness::{Counts, PartCs, Region, WitnessCs};
 use crate::Scalar;
@@ -154,8 +155,9 @@ fn witness_of<C: Circuit<Scalar>>(circuit: C) -> Result<WitnessCs, SynthesisErro
 
 /// The whole circuit's witness `(inputs, aux)`, `ONE` first, computed part by part on the
 /// current rayon pool, each part writing straight into its ranges. Callers from outside
-/// the pool take it in arrival order (`pool_gate.rs`), a few circuits at a time, so that
-/// the oldest finishes first instead of every caller's parts sharing the pool.
+/// the pool take it in arrival order through `gate` (`pool_gate.rs`; one per
+/// [`crate::Synthesizer`]), a few circuits at a time, so that the oldest finishes first
+/// instead of every caller's parts sharing the pool.
 ///
 /// # Errors
 /// The first failing part's [`SynthesisError::Circuit`] or [`SynthesisError::Part`], or
@@ -164,6 +166,7 @@ fn witness_of<C: Circuit<Scalar>>(circuit: C) -> Result<WitnessCs, SynthesisErro
 pub fn witness_parts<P: Parts>(
     layout: &SubLayout,
     parts: &P,
+    gate: &PoolGate,
 ) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthesisError> {
     if parts.n_parts() != layout.n_parts {
         return Err(SynthesisError::ShapeMismatch {
@@ -175,7 +178,7 @@ pub fn witness_parts<P: Parts>(
         });
     }
     // Before the buffers: a caller waiting for the pool holds no witness memory.
-    let _place = crate::pool_gate::enter_pool(layout.n_parts);
+    let _place = gate.enter_pool(layout.n_parts);
     let total = layout.total();
     let zeros = |n: usize| {
         let mut v = Vec::with_capacity(n);
@@ -376,7 +379,9 @@ mod tests {
             );
             for x in [5u64, 6, 1 << 40] {
                 let want = crate::synthesize(toy(x, n)).expect("synthesizes");
-                let got = r.assign_parts(&layout, &toy(x, n)).expect("assigns");
+                let got = r
+                    .assign_parts(&layout, &toy(x, n), &PoolGate::new())
+                    .expect("assigns");
                 assert_eq!(got, want, "{n} parts, x = {x}");
             }
         }
@@ -416,7 +421,9 @@ mod tests {
             shape: toy(1, 3),
             witness: toy(9, 3),
         };
-        let got = r.assign_parts(&layout, &parts).expect("assigns");
+        let got = r
+            .assign_parts(&layout, &parts, &PoolGate::new())
+            .expect("assigns");
         assert_eq!(got, crate::synthesize(toy(9, 3)).expect("plain"));
     }
 
@@ -430,9 +437,13 @@ mod tests {
             odd: Some(2),
             ..toy(9, 4)
         };
-        let err = r.assign_parts(&layout, &odd).expect_err("part 2 is longer");
+        let err = r
+            .assign_parts(&layout, &odd, &PoolGate::new())
+            .expect_err("part 2 is longer");
         assert!(err.to_string().contains("part 2 has"), "{err}");
-        let err = r.assign_parts(&layout, &toy(9, 5)).expect_err("5 parts");
+        let err = r
+            .assign_parts(&layout, &toy(9, 5), &PoolGate::new())
+            .expect_err("5 parts");
         assert!(err.to_string().contains("5 parts against"), "{err}");
     }
 
@@ -447,15 +458,15 @@ mod tests {
             err.to_string().contains("part 3 is not recorded as part 0"),
             "{err}"
         );
-        let id = "test-sublayout-toy-structures";
+        let (synth, id) = (crate::Synthesizer::default(), "toy-structures");
         for x in [7u64, 8] {
-            let got = crate::recorded::synthesize_cached_parts(id, toy(x, 4), &toy(x, 4));
+            let got = synth.synthesize_parts(id, toy(x, 4), &toy(x, 4));
             assert_eq!(
                 got.expect("cached"),
                 crate::synthesize(toy(x, 4)).expect("plain")
             );
         }
-        assert_eq!(crate::recorded::layout(id).map(|l| l.n_parts), Some(4));
+        assert_eq!(synth.layout(id).map(|l| l.n_parts), Some(4));
     }
 
     /// Counts that do not split give no layout.
@@ -480,24 +491,26 @@ mod tests {
     /// the parts (or, asked to, the whole circuit) and give the plain assignment.
     #[test]
     fn cached_parts_match_plain_synthesis() {
-        use crate::recorded::{layout, synthesize_cached_parts, with_path, CachedPath};
-        let id = "test-sublayout-toy-5";
+        use crate::{synthesizer::CachedPath, Synthesizer};
+        let (synth, id) = (Synthesizer::default(), "toy-5");
+        let whole = synth.with_path(CachedPath::Whole);
         for x in [11u64, 12, 13] {
             let want = crate::synthesize(toy(x, 5)).expect("plain");
-            let got = synthesize_cached_parts(id, toy(x, 5), &toy(x, 5)).expect("cached");
-            assert_eq!(got, want, "x = {x}");
-            let whole = with_path(CachedPath::Whole, || {
-                synthesize_cached_parts(id, toy(x, 5), &toy(x, 5))
-            });
-            assert_eq!(whole.expect("whole"), want, "x = {x}");
+            let got = synth.synthesize_parts(id, toy(x, 5), &toy(x, 5));
+            assert_eq!(got.expect("cached"), want, "x = {x}");
+            let got = whole.synthesize_parts(id, toy(x, 5), &toy(x, 5));
+            assert_eq!(got.expect("whole"), want, "x = {x}");
         }
-        let l = layout(id).expect("a layout");
+        let l = synth.layout(id).expect("a layout");
         assert_eq!(l.n_parts, 5);
         // Parts that do not give the circuit's witness (another x) are found out at the
         // first call, and the id keeps the whole-circuit witness.
-        let id = "test-sublayout-toy-lies";
-        let got = synthesize_cached_parts(id, toy(11, 5), &toy(12, 5)).expect("cached");
-        assert_eq!(got, crate::synthesize(toy(11, 5)).expect("plain"));
-        assert_eq!(layout(id), None);
+        let id = "toy-lies";
+        let got = synth.synthesize_parts(id, toy(11, 5), &toy(12, 5));
+        assert_eq!(
+            got.expect("cached"),
+            crate::synthesize(toy(11, 5)).expect("plain")
+        );
+        assert_eq!(synth.layout(id), None);
     }
 }

@@ -294,17 +294,18 @@ fn await_times_out_and_results_expire_by_count() {
     assert_eq!(engine.status().retained_results, 2);
 }
 
-/// Preloading an SRS also records its circuit's shape (a warm daemon's first proof then
-/// synthesizes witness-only at once), and the proofs made on that recording verify. The
-/// circuit id (`synthetic-8`) is used by no other test of this binary: the shape cache is
-/// per process. See: #17.
+/// Preloading an SRS also records its circuit's shape in the engine's synthesizer (a warm
+/// daemon's first proof then synthesizes witness-only at once), and the proofs made on
+/// that recording verify. See: #17.
 #[test]
 fn preloading_records_the_shape_and_its_proofs_verify() {
-    use cuzk_groth16::recorded::is_recorded;
     let engine = engine(EngineConfig::default());
-    assert!(!is_recorded("synthetic-8"));
+    assert!(!engine.synthesizer().is_recorded("synthetic-8"));
     engine.preload_srs("synthetic-8").expect("preload");
-    assert!(is_recorded("synthetic-8"), "recorded at preload");
+    assert!(
+        engine.synthesizer().is_recorded("synthetic-8"),
+        "recorded at preload"
+    );
     let out = engine.submit(spec("warm", 8, 2, 21)).expect("accepted");
     let outcome = finish(&engine, &out.job_id, LIMIT);
     assert_eq!(outcome.state, JobState::Completed, "{}", outcome.error);

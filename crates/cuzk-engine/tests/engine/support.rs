@@ -15,7 +15,9 @@ use cuzk_engine::{
     AwaitOutcome, Engine, EngineConfig, JobOutcome, JobSpec, KindRegistry, ParamsProvider,
     ProofKindId, ProofRequest,
 };
-use cuzk_groth16::{Assignment, KindError, PartitionedProof, Proof, Scalar, VerifyingKey};
+use cuzk_groth16::{
+    Assignment, KindError, PartitionedProof, Proof, Scalar, Synthesizer, VerifyingKey,
+};
 use parking_lot::{Condvar, Mutex};
 
 /// One parameter directory for every test of this binary (the files are generated once).
@@ -195,11 +197,15 @@ impl PartitionedProof for TestKind {
         self.inner.num_partitions()
     }
 
-    fn partition_host_bytes(&self) -> usize {
-        self.inner.partition_host_bytes()
+    fn partition_host_bytes(&self, synth: &Synthesizer) -> usize {
+        self.inner.partition_host_bytes(synth)
     }
 
-    fn synthesize(&self, partition_idx: usize) -> Result<Assignment, KindError> {
+    fn synthesize(
+        &self,
+        synth: &Synthesizer,
+        partition_idx: usize,
+    ) -> Result<Assignment, KindError> {
         self.hooks.syntheses_started.fetch_add(1, Ordering::SeqCst);
         self.hooks.synthesis_gate.pass();
         let failed = self
@@ -213,7 +219,7 @@ impl PartitionedProof for TestKind {
                 reason: "injected failure".into(),
             });
         }
-        self.inner.synthesize(partition_idx)
+        self.inner.synthesize(synth, partition_idx)
     }
 
     fn public_inputs(&self, partition_idx: usize) -> Result<Vec<Scalar>, KindError> {

@@ -111,7 +111,12 @@ pub fn engine_in(param_dir: PathBuf) -> Engine {
 /// engine synthesizes each partition, proves it, assembles the proof bytes and verifies
 /// them through the kind before completing). Prints one JSON line of timings.
 pub fn prove_engine(kind: FilecoinKind, request: ProofRequest) -> Vec<u8> {
-    let outcome = run_engine(&engine(), kind, request);
+    prove_engine_on(&engine(), kind, request)
+}
+
+/// [`prove_engine`] on `engine`.
+pub fn prove_engine_on(engine: &Engine, kind: FilecoinKind, request: ProofRequest) -> Vec<u8> {
+    let outcome = run_engine(engine, kind, request);
     assert_eq!(
         outcome.state,
         JobState::Completed,

@@ -53,7 +53,9 @@ fn fake_2kib_partitions_synthesize_to_the_real_circuit_with_the_verifiers_inputs
             proof.circuit_id(),
             cuzk_filecoin::circuit_id(kind, SectorSize::S2KiB)
         );
-        let asg = proof.synthesize(0).expect("synthesize");
+        let asg = proof
+            .synthesize(&cuzk_groth16::Synthesizer::default(), 0)
+            .expect("synthesize");
         let shape = CircuitShape::of(kind, SectorSize::S2KiB);
         assert_eq!(
             asg.n_rows(),

@@ -64,9 +64,10 @@ fn every_kind_parses_and_names_its_own_parameters() {
 #[test]
 fn post_circuits_take_the_verifiers_public_inputs() {
     let sector = crate::common::sector_2k();
+    let synth = cuzk_groth16::Synthesizer::default();
     for kind in [FilecoinKind::WindowPoSt, FilecoinKind::WinningPoSt] {
         let proof = parse(kind, &sector.request(kind).expect("request")).expect("parse");
-        let asg = proof.synthesize(0).expect("synthesize");
+        let asg = proof.synthesize(&synth, 0).expect("synthesize");
         let shape = cuzk_filecoin::params::CircuitShape::of(kind, SectorSize::S2KiB);
         eprintln!(
             "{kind}: rows {} inputs {} aux {}",
@@ -86,7 +87,10 @@ fn post_circuits_take_the_verifiers_public_inputs() {
             inputs[..],
             "{kind}: circuit inputs differ from the verifier's"
         );
-        assert!(proof.synthesize(1).is_err(), "{kind} has no partition 1");
+        assert!(
+            proof.synthesize(&synth, 1).is_err(),
+            "{kind} has no partition 1"
+        );
     }
 }
 

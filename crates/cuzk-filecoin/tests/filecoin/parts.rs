@@ -12,31 +12,30 @@ use cuzk_filecoin::params::CircuitShape;
 use cuzk_filecoin::snap::{check_mirror, MirrorCheck};
 use cuzk_filecoin::testgen::FakeRequest;
 use cuzk_filecoin::{parse, FilecoinKind, ParseOptions, SectorSize};
-use cuzk_groth16::recorded::{layout, with_deferred, with_path, CachedPath};
 use cuzk_groth16::witness::Counts;
+use cuzk_groth16::{CachedPath, Synthesizer};
 
-/// Every partition of `kind`'s 2 KiB request, on every path, against plain synthesis.
-fn paths_agree(kind: FilecoinKind) {
+/// Every partition of `kind`'s 2 KiB request, on every path, against plain synthesis;
+/// returns the synthesizer, which holds the shape recorded on the way.
+fn paths_agree(kind: FilecoinKind) -> Synthesizer {
     let sector = crate::common::sector_2k();
     let proof = parse(kind, &sector.request(kind).expect("request")).expect("parse");
+    let synth = Synthesizer::default();
+    let plain_way = synth.with_path(CachedPath::Plain);
+    let whole_way = synth.with_path(CachedPath::Whole);
     for k in 0..proof.num_partitions() {
-        let plain = with_path(CachedPath::Plain, || proof.synthesize(k)).expect("plain");
-        // The first call of the circuit id in this process records it; later ones assign.
-        // Deferral off on this thread: an engine started by another test of this binary
-        // turns it on for the process.
+        let plain = proof.synthesize(&plain_way, k).expect("plain");
+        // The first call of the circuit id records it; later ones assign.
         for round in 0..2 {
-            let parts = with_deferred(false, || proof.synthesize(k)).expect("parts");
+            let parts = proof.synthesize(&synth, k).expect("parts");
             assert!(parts == plain, "{kind} partition {k} round {round}: parts");
-            let whole = with_deferred(false, || {
-                with_path(CachedPath::Whole, || proof.synthesize(k))
-            })
-            .expect("whole");
+            let whole = proof.synthesize(&whole_way, k).expect("whole");
             assert!(whole == plain, "{kind} partition {k} round {round}: whole");
         }
         // The shape is recorded by now: deferred a, b, c evaluate to the plain ones.
         for path in [CachedPath::Parts, CachedPath::Whole] {
-            let deferred =
-                with_deferred(true, || with_path(path, || proof.synthesize(k))).expect("deferred");
+            let deferring = synth.with_path(path).with_defer(true);
+            let deferred = proof.synthesize(&deferring, k).expect("deferred");
             assert!(deferred.is_deferred(), "{kind} partition {k} {path:?}");
             let evaluated = deferred.evaluated().expect("evaluates");
             assert!(
@@ -45,18 +44,21 @@ fn paths_agree(kind: FilecoinKind) {
             );
         }
     }
+    synth
 }
 
 #[test]
 fn porep_challenges_in_parallel_give_the_plain_assignment() {
-    paths_agree(FilecoinKind::PoRep);
+    let synth = paths_agree(FilecoinKind::PoRep);
     let sector = crate::common::sector_2k();
     let proof = parse(
         FilecoinKind::PoRep,
         &sector.request(FilecoinKind::PoRep).expect("request"),
     )
     .expect("parse");
-    let l = layout(&proof.circuit_id()).expect("PoRep partitions split into challenges");
+    let l = synth
+        .layout(&proof.circuit_id())
+        .expect("PoRep partitions split into challenges");
     // The prefix: replica_id, its 255 bits, comm_d, comm_r, comm_r_last, comm_c and the
     // Poseidon check comm_r = H(comm_c ‖ comm_r_last); inputs ONE, replica_id, comm_d, comm_r.
     assert_eq!(
@@ -92,15 +94,15 @@ fn porep_recorded_from_one_challenge_is_the_whole_recording() {
 
 #[test]
 fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
-    paths_agree(FilecoinKind::WindowPoSt);
-    paths_agree(FilecoinKind::WinningPoSt);
+    let window = paths_agree(FilecoinKind::WindowPoSt);
+    let winning = paths_agree(FilecoinKind::WinningPoSt);
     // Recorded from one sector and the witness made sector by sector (a 32 GiB WindowPoSt
     // partition is 2,349 of them).
-    let l = recorded_layout(FilecoinKind::WindowPoSt);
+    let l = recorded_layout(&window, FilecoinKind::WindowPoSt);
     assert_eq!(l.n_parts, 2, "{l:?}");
     assert_eq!((l.prefix.inputs, l.prefix.aux), (1, 0), "ONE alone: {l:?}");
     // WinningPoSt's circuit is its one sector's 66 challenges as 66 one-challenge sectors.
-    let l = recorded_layout(FilecoinKind::WinningPoSt);
+    let l = recorded_layout(&winning, FilecoinKind::WinningPoSt);
     assert_eq!(l.n_parts, 66, "{l:?}");
     assert_eq!(
         l.stride.inputs, 2,
@@ -108,12 +110,14 @@ fn post_sectors_through_the_extensible_witness_give_the_plain_assignment() {
     );
 }
 
-/// The parts layout recorded for `kind`'s 2 KiB circuit (after [`paths_agree`]), checked
-/// to cover the circuit's measured counts.
-fn recorded_layout(kind: FilecoinKind) -> cuzk_groth16::sublayout::SubLayout {
+/// The parts layout `synth` recorded for `kind`'s 2 KiB circuit (in [`paths_agree`]),
+/// checked to cover the circuit's measured counts.
+fn recorded_layout(synth: &Synthesizer, kind: FilecoinKind) -> cuzk_groth16::sublayout::SubLayout {
     let sector = crate::common::sector_2k();
     let proof = parse(kind, &sector.request(kind).expect("request")).expect("parse");
-    let l = layout(&proof.circuit_id()).unwrap_or_else(|| panic!("{kind}: no parts layout"));
+    let l = synth
+        .layout(&proof.circuit_id())
+        .unwrap_or_else(|| panic!("{kind}: no parts layout"));
     let shape = CircuitShape::of(kind, SectorSize::S2KiB);
     let total = Counts {
         inputs: shape.inputs,
@@ -129,8 +133,8 @@ fn recorded_layout(kind: FilecoinKind) -> cuzk_groth16::sublayout::SubLayout {
 /// computed challenge by challenge and is the plain one. See: #17.
 #[test]
 fn snap_deals_challenges_in_parallel_give_the_plain_assignment() {
-    paths_agree(FilecoinKind::SnapDeals);
-    let l = recorded_layout(FilecoinKind::SnapDeals);
+    let synth = paths_agree(FilecoinKind::SnapDeals);
+    let l = recorded_layout(&synth, FilecoinKind::SnapDeals);
     // 10 challenges below 16 MiB; the inputs (ONE, k_and_h_select, comm_r_old,
     // comm_d_new, comm_r_new) all sit in the prefix.
     assert_eq!(l.n_parts, 10, "{l:?}");

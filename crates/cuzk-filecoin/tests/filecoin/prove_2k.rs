@@ -27,10 +27,19 @@ fn prove_and_check(kind: FilecoinKind) -> (SectorManifest, Vec<u8>) {
 }
 
 fn prove_and_check_sector(kind: FilecoinKind, sector: TestSector) -> (SectorManifest, Vec<u8>) {
+    prove_and_check_on(&crate::common::engine(), kind, sector)
+}
+
+/// [`prove_and_check_sector`] on `engine`.
+fn prove_and_check_on(
+    engine: &cuzk_engine::Engine,
+    kind: FilecoinKind,
+    sector: TestSector,
+) -> (SectorManifest, Vec<u8>) {
     crate::common::params_2k(kind);
     let request = sector.request(kind).expect("request");
     let partitions = parse(kind, &request).expect("parse").num_partitions();
-    let bytes = crate::common::prove_engine(kind, request);
+    let bytes = crate::common::prove_engine_on(engine, kind, request);
     assert_eq!(bytes.len(), 192 * partitions);
     let m = sector.manifest;
     assert!(
@@ -191,12 +200,15 @@ fn snap_deals_2k_verifies_with_filecoin_proofs() {
     let kind = FilecoinKind::SnapDeals;
     let request = crate::common::sector_2k().request(kind).expect("request");
     let proof = parse(kind, &request).expect("parse");
-    proof.synthesize(0).expect("synthesizes");
+    let engine = crate::common::engine();
+    proof
+        .synthesize(engine.synthesizer(), 0)
+        .expect("synthesizes");
     assert!(
-        cuzk_groth16::recorded::layout(&proof.circuit_id()).is_some(),
+        engine.synthesizer().layout(&proof.circuit_id()).is_some(),
         "the update circuit splits into its challenges"
     );
-    let (m, bytes) = prove_and_check(kind);
+    let (m, bytes) = prove_and_check_on(&engine, kind, crate::common::sector_2k());
     for (name, f) in [
         (
             "comm_r_old",

@@ -19,6 +19,7 @@ use bellperson::Circuit;
 use rayon::prelude::*;
 
 use super::{Csr, R1cs, INPUT};
+use crate::pool_gate::PoolGate;
 use crate::sublayout::{witness_of_prefix, witness_parts, Parts, SubLayout};
 use crate::synthesis::SynthesisError;
 use crate::witness::Counts;
@@ -125,10 +126,12 @@ impl R1cs {
 /// The caller makes the assignment (deferred, or with the products) as later calls do, so
 /// a deferred first call never computes a, b, c on the host. `None` when the parts cannot
 /// be recorded that way (no prefix, another structure per part, a failure): the caller
-/// records the whole circuit, which also reports a failing circuit's own error.
+/// records the whole circuit, which also reports a failing circuit's own error. The
+/// witness takes its turn on the pool at `gate`.
 pub(crate) fn record_from_parts<P: Parts>(
     circuit_id: &str,
     parts: &P,
+    gate: &PoolGate,
 ) -> Option<(R1cs, SubLayout, Vec<Scalar>, Vec<Scalar>)> {
     let (r1cs, layout) = match R1cs::record_parts(parts) {
         Ok(Some(made)) => made,
@@ -141,7 +144,7 @@ pub(crate) fn record_from_parts<P: Parts>(
             return None;
         }
     };
-    match witness_parts(&layout, parts) {
+    match witness_parts(&layout, parts, gate) {
         Ok((inputs, aux)) => Some((r1cs, layout, inputs, aux)),
         Err(e) => {
             tracing::warn!(
@@ -321,7 +324,9 @@ mod tests {
             let inst = c.with_witness_seed(99);
             let want = crate::synthesize(inst).expect("plain");
             assert_eq!(
-                from_parts.assign_parts(&layout, &inst).expect("parts"),
+                from_parts
+                    .assign_parts(&layout, &inst, &PoolGate::new())
+                    .expect("parts"),
                 want
             );
             assert_eq!(from_parts.assign(inst).expect("whole witness"), want);
@@ -332,20 +337,19 @@ mod tests {
     /// plain assignment, as do the later ones (parts in parallel, or the whole witness).
     #[test]
     fn the_cache_records_from_parts_and_assigns_as_plain() {
-        use crate::recorded::{layout, synthesize_cached_parts, with_path, CachedPath};
+        use crate::{synthesizer::CachedPath, Synthesizer};
         let c = parted(11, 6, Some(20));
-        let id = "test-recorded-parts-11-6";
+        let (synth, id) = (Synthesizer::default(), "parts-11-6");
+        let whole = synth.with_path(CachedPath::Whole);
         for w in [3u64, 4, 5] {
             let inst = c.with_witness_seed(w);
             let want = crate::synthesize(inst).expect("plain");
-            let got = synthesize_cached_parts(id, inst, &inst).expect("cached");
+            let got = synth.synthesize_parts(id, inst, &inst).expect("cached");
             assert_eq!(got, want, "witness {w}");
-            let whole = with_path(CachedPath::Whole, || {
-                synthesize_cached_parts(id, inst, &inst)
-            });
-            assert_eq!(whole.expect("whole"), want, "witness {w}");
+            let got = whole.synthesize_parts(id, inst, &inst).expect("whole");
+            assert_eq!(got, want, "witness {w}");
         }
-        assert_eq!(layout(id).map(|l| l.n_parts), Some(6));
+        assert_eq!(synth.layout(id).map(|l| l.n_parts), Some(6));
     }
 
     /// A sequential circuit has no parts to record from: the caller records it whole.

@@ -42,18 +42,19 @@ fn assign_equals_synthesize() {
 #[test]
 fn cached_synthesis_matches_and_falls_back() {
     let c = SyntheticCircuit::with_log_n(9, 3, SyntheticShape::default()).expect("valid");
-    let id = "test-recorded-9";
-    let before = recorded_bytes();
+    let (synth, id) = (crate::Synthesizer::default(), "recorded-9");
     for w in [1u64, 2] {
-        let got = synthesize_cached(id, c.with_witness_seed(w)).expect("cached");
+        let got = synth
+            .synthesize(id, c.with_witness_seed(w))
+            .expect("cached");
         assert_eq!(
             got,
             crate::synthesize(c.with_witness_seed(w)).expect("plain")
         );
     }
-    assert!(recorded_bytes() > before, "the shape was recorded");
+    assert!(synth.recorded_bytes() > 0, "the shape was recorded");
     let other = SyntheticCircuit::with_log_n(10, 3, SyntheticShape::default()).expect("valid");
-    let got = synthesize_cached(id, other).expect("falls back");
+    let got = synth.synthesize(id, other).expect("falls back");
     assert_eq!(got, crate::synthesize(other).expect("plain"));
 }
 
@@ -187,14 +188,16 @@ fn from_csr_rebuilds_and_checks_matrices() {
 #[test]
 fn cached_synthesis_defers_when_asked() {
     let c = SyntheticCircuit::with_log_n(9, 6, SyntheticShape::default()).expect("valid");
-    let id = "test-recorded-deferred-9";
+    let id = "deferred-9";
+    let deferring = crate::Synthesizer::default().with_defer(true);
+    let evaluating = deferring.with_defer(false);
     for w in [1u64, 2, 3] {
         let inst = c.with_witness_seed(w);
-        let got = with_deferred(true, || synthesize_cached(id, inst)).expect("cached");
+        let got = deferring.synthesize(id, inst).expect("cached");
         assert!(got.is_deferred(), "witness {w}");
         let want = crate::synthesize(inst).expect("plain");
         assert_eq!(*got.evaluated().expect("evaluates"), want);
-        let evaluated = with_deferred(false, || synthesize_cached(id, inst)).expect("cached");
+        let evaluated = evaluating.synthesize(id, inst).expect("cached");
         assert_eq!(evaluated, want);
     }
 }

@@ -189,7 +189,8 @@ fn parts_give_the_plain_assignment() {
         for w in [1u64, 2] {
             let inst = c.with_witness_seed(w);
             let want = crate::synthesize(inst).expect("synthesizes");
-            let got = r.assign_parts(&layout, &inst).expect("assigns");
+            let gate = crate::pool_gate::PoolGate::new();
+            let got = r.assign_parts(&layout, &inst, &gate).expect("assigns");
             assert_eq!(got, want, "2^{lg}, {parts} parts, witness {w}");
         }
     }

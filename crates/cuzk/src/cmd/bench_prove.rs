@@ -37,7 +37,7 @@ use anyhow::{bail, Context};
 use cuzk_groth16::compare::{compare_with_bellperson, CompareOptions};
 use cuzk_groth16::stats::median;
 use cuzk_groth16::synthetic::SyntheticCircuit;
-use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions};
+use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions, Synthesizer};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -490,8 +490,10 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
 }
 
 /// cuzk's synthesis of one benchmark size as the daemon does it: the circuit's shape
-/// recorded once in the process-wide shape cache, then each instance through it.
+/// recorded once in a synthesizer's shape cache, then each instance through it.
 struct Synthesis {
+    /// This size's synthesizer (default budget, a, b, c evaluated on the host).
+    synth: Synthesizer,
     /// The shape cache's id for this size and structure.
     id: String,
     /// The first call of the id: the recording (the assignment it returns is dropped).
@@ -503,23 +505,24 @@ struct Synthesis {
 
 impl Synthesis {
     fn record(args: &Args, lg: u32, circuit: SyntheticCircuit) -> anyhow::Result<Synthesis> {
-        use cuzk_groth16::recorded::{layout, recorded_bytes, synthesize_cached_parts};
+        let synth = Synthesizer::default();
         let id = format!(
             "bench-synthetic-{:x}-{lg}{}",
             args.seed,
             args.shape.to_args().concat()
         );
-        let before = recorded_bytes();
         let t = Instant::now();
-        synthesize_cached_parts(&id, circuit, &circuit)
+        synth
+            .synthesize_parts(&id, circuit, &circuit)
             .with_context(|| format!("recording the 2^{lg} shape"))?;
         let record_ms = t.elapsed().as_secs_f64() * 1e3;
-        let recorded_bytes = recorded_bytes() - before;
+        let recorded_bytes = synth.recorded_bytes();
         if recorded_bytes == 0 {
             bail!("2^{lg}: the shape was not recorded (over the recording budget?)");
         }
         Ok(Synthesis {
-            parts: layout(&id).map_or(1, |l| l.n_parts),
+            parts: synth.layout(&id).map_or(1, |l| l.n_parts),
+            synth,
             id,
             record_ms,
             recorded_bytes,
@@ -534,7 +537,7 @@ impl Synthesis {
         plain: bool,
     ) -> anyhow::Result<(cuzk_groth16::Assignment, f64, f64)> {
         let t = Instant::now();
-        let asg = cuzk_groth16::recorded::synthesize_cached_parts(&self.id, circuit, &circuit)?;
+        let asg = self.synth.synthesize_parts(&self.id, circuit, &circuit)?;
         let steady_ms = t.elapsed().as_secs_f64() * 1e3;
         if !plain {
             return Ok((asg, steady_ms, 0.0));

@@ -90,6 +90,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let from_parts = R1cs::record_parts(&c).context("recording from parts")?;
         let record_parts_ms = from_parts.as_ref().map(|_| ms(t));
         let (mut plain, mut recorded, mut parted) = (Vec::new(), Vec::new(), Vec::new());
+        // One caller: the gate never holds it back.
+        let gate = cuzk_groth16::pool_gate::PoolGate::new();
         for rep in 0..args.reps {
             let inst = c.with_witness_seed(1000 + rep as u64);
             let t = Instant::now();
@@ -104,7 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             drop(b);
             if let Some((rp, layout)) = &from_parts {
                 let t = Instant::now();
-                let b = rp.assign_parts(layout, &inst)?;
+                let b = rp.assign_parts(layout, &inst, &gate)?;
                 parted.push(ms(t));
                 if a != b {
                     bail!("2^{lg} rep {rep}: the parts' assignment differs from synthesize's");
@@ -144,19 +146,24 @@ fn run_filecoin(
     fake: bool,
     reps: usize,
 ) -> anyhow::Result<()> {
-    use cuzk_groth16::recorded::{set_budget, with_path, CachedPath, DEFAULT_BUDGET};
+    use cuzk_groth16::{CachedPath, Synthesizer};
     let opts = cuzk_filecoin::ParseOptions { fake_ok: fake };
     let proof =
         cuzk_filecoin::parse_with(kind, request, &cuzk_filecoin::default_param_dir(), opts)?;
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
-    set_budget(0);
+    // One synthesizer with the default budget, a, b, c evaluated on the host; its views
+    // take the plain way and the whole-circuit witness on the same recording.
+    let synth = Synthesizer::default();
+    let (plain_way, whole_way) = (
+        synth.with_path(CachedPath::Plain),
+        synth.with_path(CachedPath::Whole),
+    );
     let t = Instant::now();
-    let plain_asg = proof.synthesize(0)?;
+    let plain_asg = proof.synthesize(&plain_way, 0)?;
     let mut plain = vec![ms(t)];
     eprintln!("{kind} partition 0: plain synthesis {:.1} ms", plain[0]);
-    set_budget(DEFAULT_BUDGET);
     let t = Instant::now();
-    let first = proof.synthesize(0)?;
+    let first = proof.synthesize(&synth, 0)?;
     let first_ms = ms(t);
     eprintln!("{kind} partition 0: first recorded call (records the shape) {first_ms:.1} ms");
     if first != plain_asg {
@@ -167,15 +174,14 @@ fn run_filecoin(
     drop((first, plain_asg));
     let (mut recorded, mut whole) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        set_budget(DEFAULT_BUDGET);
         let t = Instant::now();
-        let r = proof.synthesize(0)?;
+        let r = proof.synthesize(&synth, 0)?;
         recorded.push(ms(t));
         eprintln!("{kind} partition 0: recorded call {:.1} ms", ms(t));
         // The recording with the whole circuit's witness on this thread (the default path
         // computes it part by part in parallel where the kind gives parts).
         let t = Instant::now();
-        let w = with_path(CachedPath::Whole, || proof.synthesize(0))?;
+        let w = proof.synthesize(&whole_way, 0)?;
         whole.push(ms(t));
         eprintln!(
             "{kind} partition 0: recorded, whole-circuit witness {:.1} ms",
@@ -184,9 +190,8 @@ fn run_filecoin(
         if w != r {
             bail!("{kind}: the whole-circuit witness differs from the parts'");
         }
-        set_budget(0);
         let t = Instant::now();
-        let p = proof.synthesize(0)?;
+        let p = proof.synthesize(&plain_way, 0)?;
         plain.push(ms(t));
         if r != p {
             bail!("{kind}: the recorded assignment differs from synthesize's");
@@ -202,7 +207,7 @@ fn run_filecoin(
             "fake": fake,
             "rows": rows,
             "first_recorded_ms": round1(first_ms),
-            "recorded_bytes": cuzk_groth16::recorded::recorded_bytes(),
+            "recorded_bytes": synth.recorded_bytes(),
             "synthesize_ms_median": round1(p),
             "recorded_ms_median": round1(q),
             "recorded_whole_ms_median": round1(median(&whole)),

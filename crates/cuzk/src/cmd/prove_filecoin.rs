@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use cuzk_filecoin::testgen::{load_sector, verify_with_filecoin_proofs};
 use cuzk_filecoin::FilecoinKind;
-use cuzk_groth16::{Backend, Srs, SrsOptions};
+use cuzk_groth16::{Backend, Srs, SrsOptions, Synthesizer};
 
 /// Proves `kind` for the sector in `sector_dir` with parameters from `param_dir`.
 pub fn run(
@@ -21,7 +21,7 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let kind = FilecoinKind::from_cli_name(kind).map_err(anyhow::Error::msg)?;
     // One proof per process: recording the shape would cost more than it saves.
-    cuzk_groth16::recorded::set_budget(0);
+    let synthesizer = Synthesizer::new(0);
     // filecoin-proofs' verifier finds its .vk files through this variable.
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", param_dir);
     let sector = load_sector(sector_dir)
@@ -45,7 +45,7 @@ pub fn run(
     let mut constraints = 0;
     for k in 0..proof.num_partitions() {
         let t = Instant::now();
-        let asg = proof.synthesize(k)?;
+        let asg = proof.synthesize(&synthesizer, k)?;
         let synth = t.elapsed();
         constraints = asg.n_rows();
         let t = Instant::now();
