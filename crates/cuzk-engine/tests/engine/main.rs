@@ -7,3 +7,4 @@ mod device_backend;
 mod device_faults;
 mod engine_jobs;
 mod support;
+mod synthesizers;
