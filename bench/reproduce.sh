@@ -36,9 +36,11 @@
 #   batch32   NEW only, after params32 on the same machine: BATCH32_COUNT (2) whole 32 GiB
 #             PoRep proofs from the fake request through the in-process engine (s/proof, GPU
 #             busy, peak RSS, matrices in VRAM); fakes cannot verify
-#   small     NEW only, after params32: another process (bench/hold_vram.py) holds all but
+#   small     after params32: another process (bench/hold_vram.py) holds all but
 #             SMALL_KEEP GiB (default "24 16") of the card, then SMALL_COUNT (4) whole 32 GiB
-#             PoRep proofs per size from 2 clients, default config (s/proof, peak RSS)
+#             PoRep proofs per size from 2 clients, default config (s/proof, peak RSS), with
+#             NEW; or the cases of SMALL_CASES (OLD or NEW, a size, a stream chunk), each
+#             traced where the build can (bench/trace.py)
 #   host64    NEW only, after params32: all but HOST64_GIB (64) GiB of host memory held by
 #             another process (bench/hold_ram.py) and all but HOST64_VRAM (16) GiB of VRAM,
 #             then HOST64_COUNT (1) whole 32 GiB PoRep proofs with the budgets of such a host
@@ -283,28 +285,44 @@ quiet_small() {
 # Another process holds all but SMALL_KEEP GiB of the card (default "24 16": an RTX
 # 3090/4090, an RTX 4080/5070 Ti; plain cuMemAlloc, as Curio's own GPU tasks on a shared
 # card), then SMALL_COUNT (4) whole 32 GiB PoRep proofs from 2 clients with the default
-# config, the budget being what was free at start less 1 GiB. After params32.
+# config, the budget being what was free at start less 1 GiB. SMALL_CASES, when set,
+# replaces SMALL_KEEP with cases BUILD@KEEP[@CHUNK] run in that order (BUILD: OLD or NEW;
+# CHUNK: [gpu] stream_chunk_points), e.g. "OLD@24 NEW@24 NEW@24@8388608". A build that
+# traces (CUZK_GPU_TRACE) leaves trace-CASE.jsonl, summarized by bench/trace.py. After
+# params32.
 part_small() {
-  local bin=$NEW/cuzk n=${SMALL_COUNT:-4} keep h watch
-  for keep in ${SMALL_KEEP:-24 16}; do
-    t "$n whole 32 GiB PoRep proofs, all but $keep GiB of VRAM held by another process"
-    rm -f "$OUT/hold-$keep.json"
+  local n=${SMALL_COUNT:-4} case cases bin build keep chunk name h watch cfg
+  cases=${SMALL_CASES:-$(for k in ${SMALL_KEEP:-24 16}; do printf 'NEW@%s ' "$k"; done)}
+  for case in $cases; do
+    IFS=@ read -r build keep chunk <<< "$case"
+    case $build in OLD) bin=$OLD/cuzk ;; *) bin=$NEW/cuzk ;; esac
+    name=$(echo "$case" | tr '@' '-')
+    cfg=$OUT/small-$name.toml
+    : > "$cfg"
+    [ -n "$chunk" ] && printf '[gpu]\nstream_chunk_points = %s\n' "$chunk" > "$cfg"
+    t "$n whole 32 GiB PoRep proofs, all but $keep GiB of VRAM held by another process ($build $(commit "${bin%/cuzk}")${chunk:+, $chunk-point chunks})"
+    rm -f "$OUT/hold-$keep.json" "$OUT/trace-$name.jsonl"
     python3 bench/hold_vram.py "$keep" > "$OUT/hold-$keep.json" &
     h=$!
     for _ in $(seq 240); do [ -s "$OUT/hold-$keep.json" ] && break; sleep 0.5; done
     cat "$OUT/hold-$keep.json"
     nvidia-smi --query-gpu=memory.used,memory.free --format=csv,noheader
-    memwatch "$OUT/mem-small-$keep.log" &
+    memwatch "$OUT/mem-small-$name.log" &
     watch=$!
-    RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info timeout -k 10 "${SMALL_TIMEOUT:-280}" \
+    CUZK_GPU_TRACE=$OUT/trace-$name.jsonl RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info \
+      timeout -k 10 "${SMALL_TIMEOUT:-280}" \
       "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
-      --param-dir /tmp/p32 --timeline "$OUT/timeline-small-$keep.svg" 2>&1 |
-      quiet_small | cut -c1-3000 | tee "$OUT/batch-small-$keep.log"
+      --param-dir /tmp/p32 --config "$cfg" --timeline "$OUT/timeline-small-$name.svg" 2>&1 |
+      quiet_small | cut -c1-3000 | tee "$OUT/batch-small-$name.log"
     echo "bench exit: ${PIPESTATUS[0]}"
     kill "$watch" "$h" 2>/dev/null
     wait "$h" 2>/dev/null
-    echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-small-$keep.log" | tail -1)"
+    echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-small-$name.log" | tail -1)"
     dmesg 2>/dev/null | grep -i "killed process" | tail -2
+    if [ -s "$OUT/trace-$name.jsonl" ]; then
+      python3 bench/trace.py "$OUT/trace-$name.jsonl" > "$OUT/trace-$name.summary"
+      tail -1 "$OUT/trace-$name.summary"
+    fi
   done
 }
 

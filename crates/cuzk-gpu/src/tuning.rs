@@ -28,6 +28,10 @@ pub struct GpuTuning {
     /// from its host points registered with the driver (`CUZK_GPU_REGISTER=0`). For
     /// measuring the registration against the bounce copy; default: registered.
     pub no_host_registration: bool,
+    /// A file each streamed prove appends one JSON line of device-timed spans to (its
+    /// chunk copies and sums on the copy and compute streams, on one clock per device;
+    /// `CUZK_GPU_TRACE=FILE`). Events only, no synchronization: `bench/trace.py` reads it.
+    pub trace: Option<std::path::PathBuf>,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
     pub nvrtc_options: Vec<String>,
@@ -38,7 +42,7 @@ static INSTALLED: OnceLock<GpuTuning> = OnceLock::new();
 impl GpuTuning {
     /// `self` with the knobs the environment sets replaced: `CUZK_GPU_MSM_C=c`,
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
-    /// `CUZK_GPU_REGISTER=0|off`, `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
+    /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
     }
@@ -62,6 +66,9 @@ impl GpuTuning {
         }
         if matches!(var("CUZK_GPU_REGISTER").as_deref(), Some("0") | Some("off")) {
             self.no_host_registration = true;
+        }
+        if let Some(path) = var("CUZK_GPU_TRACE").filter(|p| !p.is_empty()) {
+            self.trace = Some(path.into());
         }
         if let Some(opts) = var("CUZK_NVRTC_OPTS") {
             self.nvrtc_options = opts.split_whitespace().map(str::to_string).collect();
@@ -94,6 +101,7 @@ mod tests {
             "CUZK_GPU_LANES" => Some("1".to_string()),
             "CUZK_NVRTC_OPTS" => Some(" -DA=1  -DB ".to_string()),
             "CUZK_GPU_REGISTER" => Some("0".to_string()),
+            "CUZK_GPU_TRACE" => Some("/tmp/t.jsonl".to_string()),
             _ => None,
         };
         let base = GpuTuning {
@@ -110,6 +118,10 @@ mod tests {
         );
         assert!(!t.profile);
         assert!(t.no_host_registration);
+        assert_eq!(
+            t.trace.as_deref(),
+            Some(std::path::Path::new("/tmp/t.jsonl"))
+        );
         assert_eq!(t.nvrtc_options, ["-DA=1", "-DB"]);
     }
 

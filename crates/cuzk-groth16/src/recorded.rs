@@ -102,8 +102,12 @@ impl Csr {
             } else {
                 &aux[c as usize]
             };
+            // Most witness values are bits (PoRep's SHA-256): a zero adds nothing and a
+            // one adds the coefficient itself, without a product.
             match self.coeff[k] {
                 0 => acc += v,
+                j if *v == Scalar::ONE => acc += coeffs[j as usize],
+                _ if bool::from(v.is_zero()) => {}
                 j => acc += *v * coeffs[j as usize],
             }
         }

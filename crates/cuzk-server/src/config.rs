@@ -68,6 +68,9 @@ pub struct GpuSection {
     pub vram_budget_bytes: Option<u64>,
     /// Device bytes the default budget leaves free for others; unset: 1 GiB.
     pub vram_reserve_bytes: Option<u64>,
+    /// Points per chunk of a streamed SRS, the largest tried (halves of it are tried when
+    /// a mode does not fit); unset: 2^22.
+    pub stream_chunk_points: Option<usize>,
     /// Device bytes an H window table may take (0: none); unset: the built-in choice.
     pub h_table_max_bytes: Option<u64>,
     /// Witness sums on a second stream; unset: the built-in choice.
@@ -439,6 +442,21 @@ mod tests {
     fn defaults_round_trip_through_toml() {
         let cfg = DaemonConfig::default();
         assert_eq!(DaemonConfig::parse(&cfg.to_toml()), Ok(cfg));
+    }
+
+    #[test]
+    fn gpu_budget_keys_round_trip_through_toml() {
+        // See: #26. The VRAM budget, its reserve and the streamed chunk, as an operator
+        // writes them and as `--print-config` shows them.
+        let text = "[gpu]\nvram_budget_bytes = 17179869184\nvram_reserve_bytes = 536870912\n\
+                    stream_chunk_points = 2097152\n";
+        let cfg = DaemonConfig::parse(text).expect("parses");
+        assert_eq!(cfg.gpu.vram_budget_bytes, Some(16 << 30));
+        assert_eq!(cfg.gpu.vram_reserve_bytes, Some(512 << 20));
+        assert_eq!(cfg.gpu.stream_chunk_points, Some(1 << 21));
+        let shown = cfg.to_toml();
+        assert!(shown.contains("stream_chunk_points = 2097152"), "{shown}");
+        assert_eq!(DaemonConfig::parse(&shown), Ok(cfg));
     }
 
     #[test]

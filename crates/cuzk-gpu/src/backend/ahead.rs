@@ -332,16 +332,17 @@ impl GpuBackend {
 
         let held = Instant::now();
         let mut shared = self.shared.lock();
-        // A lean slot's witness goes up when the sums first need it: split, the L and A
-        // scalars once the quotient is done (3) and the B scalars once the H sum has read
-        // the quotient's coefficients (4); over a, b, c, all of it after the H sum (3).
-        // Each copy waits for what the compute stream has enqueued so far.
+        // A lean slot's witness goes up when the sums first need it or (`None`) its place
+        // is free: split, the L and A scalars once the quotient is done (3) and the B
+        // scalars once the H sum has read the quotient's coefficients at the head of b
+        // (4); over a, b, c, all of it after the H sum (3). Each copy waits for what the
+        // compute stream has enqueued so far.
         let after_compute = || -> Result<()> {
             let ev = dev.timing_event()?;
             dev.record(&ev)?;
             dev.copy_wait(&ev)
         };
-        let mut ready = |k: usize, d: &Device| -> Result<()> {
+        let mut ready = |k: usize, d: Option<&Device>| -> Result<()> {
             let both = at == WitnessAt::OverAbc;
             if k >= 3 {
                 let la = witness.take();
@@ -356,7 +357,10 @@ impl GpuBackend {
                     send_b(g)?;
                 }
             }
-            d.wait_on(&parts_done[k])
+            match d {
+                Some(d) => d.wait_on(&parts_done[k]),
+                None => Ok(()),
+            }
         };
         let out = self.kernels(
             &mut shared,

@@ -30,6 +30,7 @@ pub mod plan;
 mod prepare;
 mod prove;
 pub mod residency;
+pub mod ring;
 mod run;
 pub mod slots;
 pub mod sums;

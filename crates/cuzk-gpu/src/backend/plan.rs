@@ -181,7 +181,16 @@ impl ProvePlan {
             } else {
                 Group::G1
             };
-            let chunk = n.min(chunk_len).max(1);
+            // Streamed, a split sum's chunk fills a whole chunk buffer (sized for
+            // `chunk_len` G2 points): twice the H sum's in G1. Its cost per chunk hardly
+            // depends on its size (`ring.rs`), so fewer chunks are faster.
+            let per_chunk = match (query, placement) {
+                (Query::L | Query::A | Query::BG1, Placement::Streamed { .. }) => {
+                    chunk_len.saturating_mul(2)
+                }
+                _ => chunk_len,
+            };
+            let chunk = n.min(per_chunk).max(1);
             let split = query != Query::H;
             let table = table.filter(|t| query == Query::H && t.n == n);
             let c = match (table, split) {
@@ -427,6 +436,34 @@ mod tests {
         assert!(!s.packed);
         assert_eq!(s.chunks, (1usize << 14).div_ceil(5000));
         assert!(p.scratch[0].1 >= s.scratch_bytes());
+    }
+
+    #[test]
+    fn streamed_split_sums_take_a_whole_chunk_buffer() {
+        // See: #26. H in chunks of the configured points (one ring slot); L, A and B in G1
+        // in twice that, B in G2 in as many: each a whole buffer of `chunk` G2 points.
+        let chunk = 1 << 12;
+        let p = ProvePlan::new(
+            &shape(16),
+            (1 << 16) - 1,
+            Placement::Streamed { chunk },
+            None,
+            0,
+        );
+        let [(_, buf), _] = p.chunk_bufs.expect("streamed buffers");
+        for s in &p.sums {
+            let want = match s.query {
+                Query::H | Query::BG2 => chunk,
+                _ => 2 * chunk,
+            };
+            assert_eq!(s.chunk, want.min(s.n), "{:?}", s.query);
+            assert!(s.chunk * s.group.affine_bytes() <= buf, "{:?}", s.query);
+            assert!(p.scratch[0].1 >= s.scratch_bytes(), "{:?}", s.query);
+        }
+        assert_eq!(
+            p.sums[Query::H as usize].chunk * Group::G1.affine_bytes() * 2,
+            buf
+        );
     }
 
     #[test]

@@ -227,7 +227,10 @@ impl GpuBackend {
                 let mut recorded = 1usize;
                 let mut witness_up = false;
                 let fill_time = &mut fill_time;
-                let mut ready = move |k: usize, d: &Device| -> Result<()> {
+                let mut ready = move |k: usize, d: Option<&Device>| -> Result<()> {
+                    // Every part here is sent by the filler or (a lean slot's witness) at
+                    // the wait for it.
+                    let Some(d) = d else { return Ok(()) };
                     // The B scalars (4) go up with the other witness vectors (3).
                     let k = k.min(3);
                     if overlapped {
@@ -282,7 +285,7 @@ impl GpuBackend {
                     &mut ready,
                 );
                 // A failure before the sums reached the witness: still join the filler.
-                let joined = ready(3, dev);
+                let joined = ready(3, Some(dev));
                 out.and_then(|o| joined.map(|()| o))
             });
             if out.is_err() {
@@ -320,9 +323,11 @@ impl GpuBackend {
     }
 }
 
-/// `ready(k, d)`: makes `d`'s stream wait for upload part k (see `run.rs`): 0, 1, 2: a,
-/// b, c; 3: the L and A scalars; 4: the B scalars (3 is always asked for before 4).
-pub(super) type Ready<'r> = &'r mut (dyn FnMut(usize, &Device) -> Result<()> + Send);
+/// `ready(k, Some(d))`: makes `d`'s stream wait for upload part k (see `run.rs`): 0, 1,
+/// 2: a, b, c; 3: the L and A scalars; 4: the B scalars (3 is always asked for before 4).
+/// `ready(k, None)`: part k's place is free once the kernels enqueued so far are done
+/// with it, so a part uploaded late may be sent now.
+pub(super) type Ready<'r> = &'r mut (dyn FnMut(usize, Option<&Device>) -> Result<()> + Send);
 
 #[cfg(test)]
 mod tests {

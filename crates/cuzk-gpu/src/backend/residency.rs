@@ -53,6 +53,22 @@ pub enum Query {
     BG2,
 }
 
+impl Query {
+    /// All five, in order.
+    pub const ALL: [Query; 5] = [Query::H, Query::L, Query::A, Query::BG1, Query::BG2];
+
+    /// Its name in traces and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Query::H => "h",
+            Query::L => "l",
+            Query::A => "a",
+            Query::BG1 => "b_g1",
+            Query::BG2 => "b_g2",
+        }
+    }
+}
+
 /// The fingerprint of `srs` ([`Srs::fingerprint`]; a released SRS keeps the one of the
 /// points it had, so a device finds its copy by it).
 pub fn fingerprint(srs: &Srs) -> Fingerprint {

@@ -14,11 +14,9 @@ use super::matrices::ResidentMatrices;
 use super::plan::{Placement, ProvePlan, SumPlan};
 use super::prove::Ready;
 use super::residency::{Query, ResidentSrs};
-use super::slots::{SlotShape, SlotVec, SlotVecs};
-use super::sums::{
-    enqueue_chunk, enqueue_streamed, interleave_order, HostPoints, OutRegions, Ring, RingSum,
-    StreamBufs, RING,
-};
+use super::ring::{interleave_order, ring_places, Ring, RingSum, RING};
+use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
+use super::sums::{enqueue_chunk, enqueue_streamed, HostPoints, OutRegions, StreamBufs};
 use super::{GpuBackend, Shared};
 use crate::device::arena::{DevRegion, VramArena};
 use crate::device::layout::{as_bytes, FR_BYTES};
@@ -26,6 +24,11 @@ use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
 use crate::ops::ntt::NttPlan;
 use crate::ops::sparse::products_enqueue;
+
+/// H chunks summed between the upload of a split slot's B scalars (over the head of the
+/// quotient's coefficients) and the first B sum: by then the upload is done, and the
+/// compute stream does not wait for it.
+const B_LEAD: usize = 2;
 
 /// The stage each query's sum is timed and failed as.
 fn stage_of(q: Query) -> ProveStage {
@@ -98,9 +101,11 @@ impl GpuBackend {
         }
     }
 
-    /// The token-held part: the quotient and the five sums; `ready(k, d)` is called before
-    /// the first kernel that reads upload part k (0, 1, 2: a, b, c; 3: the witness vectors)
-    /// and makes `d`'s compute stream wait for that part's copies.
+    /// The token-held part: the quotient and the five sums; `ready(k, Some(d))` is called
+    /// before the first kernel that reads upload part k (0, 1, 2: a, b, c; 3: the L and A
+    /// scalars; 4: the B scalars) and makes `d`'s compute stream wait for that part's
+    /// copies, `ready(k, None)` once the place of a part uploaded late is free (every
+    /// kernel enqueued so far done with it).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn kernels(
         &self,
@@ -187,17 +192,20 @@ impl GpuBackend {
             None => None,
         };
         // A streamed SRS from registered memory, with the L and A scalars on the device as
-        // soon as the quotient is done: their sums run between the H sum's chunks.
+        // soon as the quotient is done: all five sums run through one ring, the copy-bound
+        // L, A and B sums between the compute-bound H sum's chunks.
         if let (None, Some(bufs), Some(reg), true) =
             (resident, bufs, reg, vecs.witness_at().early())
         {
             let mut ring = Ring::new(dev, &bufs)?;
             let scratch = region(plan.scratch[0])?;
+            let group_start = Instant::now();
             let timer_ref = &mut timer;
+            let ring_ref = &mut ring;
             dev.upload_scope(|up| -> Result<()> {
-                let timer = &mut *timer_ref;
-                let mut group = Vec::with_capacity(3);
-                for q in [Query::H, Query::L, Query::A] {
+                let (timer, ring) = (&mut *timer_ref, &mut *ring_ref);
+                let mut group = Vec::with_capacity(Query::ALL.len());
+                for q in Query::ALL {
                     let sum = &plan.sums[q as usize];
                     let scalars = scalars.of(q, sum.n)?;
                     let HostPoints::Memory(host) = host_points(srs, q) else {
@@ -205,56 +213,107 @@ impl GpuBackend {
                     };
                     group.push(RingSum { sum, host, scalars });
                 }
+                // A split slot's B scalars go over the head of the quotient's coefficients
+                // once the H sum has read them there (its first `b_read` chunks); the B
+                // sums start B_LEAD H chunks later, by when they are up.
+                let h = &plan.sums[Query::H as usize];
+                let b_read = match vecs.witness_at() {
+                    WitnessAt::Split => plan.sums[Query::BG1 as usize]
+                        .n
+                        .div_ceil(h.chunk)
+                        .min(h.chunks),
+                    _ => 0,
+                };
+                let b_after = (b_read + B_LEAD).min(h.chunks);
                 let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
-                let order = interleave_order(&chunks, RING);
-                // The first chunks' copies go first, under the quotient.
-                for (i, &(g, j)) in order.iter().take(RING).enumerate() {
-                    ring.copy(dev, up, reg, &group[g], j, i)?;
-                }
+                let order = interleave_order(&chunks, RING, &[0, 0, 0, b_after, b_after]);
+                let widths = group
+                    .iter()
+                    .map(|g| g.width(ring.slot_bytes()))
+                    .collect::<Result<Vec<_>>>()?;
+                let places =
+                    ring_places(&order.iter().map(|&(g, _)| widths[g]).collect::<Vec<_>>());
+                // Each chunk's copy is enqueued once the sum of the chunk last in its slots
+                // is (`summed`: how many sums are enqueued); the first round's copies go
+                // first, under the quotient.
+                let copy_ready =
+                    |ring: &mut Ring<'_>, copies: &mut usize, summed: usize| -> Result<()> {
+                        while let Some(&(g, j)) = order.get(*copies) {
+                            if places[*copies].after.is_some_and(|a| a >= summed) {
+                                break;
+                            }
+                            ring.copy(dev, up, reg, &group[g], j, places[*copies])?;
+                            *copies += 1;
+                        }
+                        Ok(())
+                    };
+                let mut copies = 0;
+                copy_ready(ring, &mut copies, 0)?;
+                let span = ring.span_begin(dev, "quotient")?;
                 self.quotient(&ntt, matrices, vecs, abc, stage, ready)?;
+                ring.span_end(dev, span)?;
                 timer.mark(ProveStage::NttH)?;
-                for q in [Query::H, Query::L, Query::A] {
+                for q in Query::ALL {
                     *stage = stage_of(q);
                     self.fault_at(*stage)?;
                 }
                 *stage = ProveStage::MsmH;
-                ready(3, dev)?;
+                // The L and A scalars go up now (over a and c, which the quotient has
+                // read); the compute stream waits for them only at the first L or A sum,
+                // after the head's H chunks.
+                ready(3, None)?;
+                if b_read == 0 {
+                    ready(4, None)?;
+                }
+                let (mut la_up, mut b_up) = (false, false);
                 for (i, &(g, j)) in order.iter().enumerate() {
-                    ring.sum(dev, &scratch, &group[g], j, i % RING, &results)?;
-                    if let Some(&(g, j)) = order.get(i + RING) {
-                        ring.copy(dev, up, reg, &group[g], j, (i + RING) % RING)?;
+                    if (g == Query::L as usize || g == Query::A as usize) && !la_up {
+                        ready(3, Some(dev))?;
+                        la_up = true;
+                    }
+                    if g >= Query::BG1 as usize && !b_up {
+                        ready(4, Some(dev))?;
+                        b_up = true;
+                    }
+                    // A sum waits on its copy's event: that copy must be enqueued first
+                    // (every copy's `after` is an earlier chunk, so it is).
+                    if copies <= i {
+                        return Err(GpuError::Internal(format!(
+                            "ring chunk {i} summed before its copy was enqueued"
+                        )));
+                    }
+                    ring.sum(dev, &scratch, &group[g], j, places[i], &results)?;
+                    copy_ready(ring, &mut copies, i + 1)?;
+                    if g == Query::H as usize && j + 1 == b_read {
+                        ready(4, None)?;
                     }
                 }
-                // The H stage's time covers the L and A sums.
-                timer.mark(ProveStage::MsmH)?;
-                ring.release(dev)?;
-                ready(4, dev)?;
-                let mut sb = StreamBufs {
-                    device: bufs,
-                    pinned: [None, None],
-                    consumed: [dev.timing_event()?, dev.timing_event()?],
-                    used: [false; 2],
-                    scratch,
-                };
-                for q in [Query::BG1, Query::BG2] {
-                    let sum = &plan.sums[q as usize];
-                    *stage = stage_of(q);
-                    self.fault_at(*stage)?;
-                    let sc = scalars.of(q, sum.n)?;
-                    enqueue_streamed(
-                        dev,
-                        &mut sb,
-                        sum,
-                        host_points(srs, q),
-                        Some(reg),
-                        &sc,
-                        &results,
-                    )?;
-                    timer.mark(*stage)?;
+                if !la_up {
+                    ready(3, Some(dev))?;
+                }
+                if !b_up {
+                    ready(4, Some(dev))?;
                 }
                 Ok(())
             })??;
-            return self.finish(&plan, shape, &results, timer, None, report);
+            let group_wall = group_start.elapsed();
+            let out = self.finish(&plan, shape, &results, timer, None, report);
+            // The five sums interleave: each query's device time is its chunks' sum, and
+            // the host's wall of enqueueing them all is the H stage's.
+            if out.is_ok() {
+                let times = ring.query_times(dev)?;
+                for q in Query::ALL {
+                    let wall = match q {
+                        Query::H => group_wall,
+                        _ => std::time::Duration::ZERO,
+                    };
+                    report.push_device(stage_of(q), wall, times[q as usize]);
+                }
+            }
+            if let Some(t) = ring.trace.take() {
+                t.write(dev, shape.lg)?;
+            }
+            return out;
         }
 
         // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
@@ -277,8 +336,8 @@ impl GpuBackend {
                     }
                     None => (dev, &scratch[0], &mut timer),
                 };
-                ready(3, wdev)?;
-                ready(4, wdev)?;
+                ready(3, Some(wdev))?;
+                ready(4, Some(wdev))?;
                 for sum in &plan.sums[1..] {
                     self.enqueue_resident(wdev, sum, &q, wscratch, &scalars, &results, stage)?;
                     wtimer.mark(stage_of(sum.query))?;
@@ -328,7 +387,7 @@ impl GpuBackend {
         if let Some(m) = matrices {
             // a = A·z, b = B·z, c = C·z from the uploaded witness: the inputs lead the A
             // scalars, the aux are the L scalars; the rows past them are zero.
-            ready(3, dev)?;
+            ready(3, Some(dev))?;
             m.with_region(|mats, layout| {
                 let rows = layout.n_rows();
                 let z_in = vecs
@@ -351,7 +410,9 @@ impl GpuBackend {
                 )
             })?;
         }
-        ntt.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| ready(k, dev))
+        ntt.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| {
+            ready(k, Some(dev))
+        })
     }
 
     /// The one download of the results (it waits for the compute stream, which waited
@@ -441,8 +502,8 @@ impl GpuBackend {
             *stage = stage_of(sum.query);
             self.fault_at(*stage)?;
             match sum.query {
-                Query::L => ready(3, dev)?,
-                Query::BG1 => ready(4, dev)?,
+                Query::L => ready(3, Some(dev))?,
+                Query::BG1 => ready(4, Some(dev))?,
                 _ => {}
             }
             let host = host_points(srs, sum.query);

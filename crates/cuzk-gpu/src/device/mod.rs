@@ -19,7 +19,7 @@ pub mod pinned;
 pub mod timer;
 pub mod upload;
 
-pub use timer::{PhaseTimer, StageTimer};
+pub use timer::{PhaseTimer, StageTimer, Trace};
 pub use upload::{PinnedUpload, UploadScope};
 
 use std::collections::HashMap;
@@ -50,6 +50,8 @@ pub struct Device {
 struct Loaded {
     modules: [OnceLock<Arc<CudaModule>>; KernelId::ALL.len()],
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// The first traced prove's start: every span of a [`timer::Trace`] is timed from it.
+    trace_base: OnceLock<CudaEvent>,
 }
 
 impl std::fmt::Debug for Device {
@@ -354,6 +356,25 @@ impl Device {
     /// Driver errors, including asynchronous faults of the work before it.
     pub fn wait_event(&self, ev: &CudaEvent) -> Result<()> {
         drv(self.ordinal, || "wait for event".into(), ev.synchronize())
+    }
+
+    /// The event every [`timer::Trace`] of this device times its spans from: recorded on
+    /// the compute stream by the first trace.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub(crate) fn trace_base(&self) -> Result<&CudaEvent> {
+        if let Some(ev) = self.loaded.trace_base.get() {
+            return Ok(ev);
+        }
+        let ev = self.timing_event()?;
+        self.record(&ev)?;
+        // Two first traces at once: one event wins, both were recorded before any span.
+        let _ = self.loaded.trace_base.set(ev);
+        self.loaded
+            .trace_base
+            .get()
+            .ok_or_else(|| GpuError::Internal("trace base".into()))
     }
 
     /// Milliseconds between two completed events.

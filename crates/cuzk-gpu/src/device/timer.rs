@@ -131,3 +131,121 @@ impl<'d> StageTimer<'d> {
         Ok(())
     }
 }
+
+/// One span of a [`Trace`]: what ran, which chunk, on which stream, between two events.
+struct Span {
+    what: &'static str,
+    index: usize,
+    copy: bool,
+    start: CudaEvent,
+    end: Option<CudaEvent>,
+}
+
+/// Device-timed spans of one prove's copies and kernels on both streams
+/// (`CUZK_GPU_TRACE=FILE`): a start and an end event per span, all timed from the device's
+/// trace base (`Device::trace_base`), so that the spans of successive proves lie on one
+/// clock. Nothing waits; [`Trace::write`] reads the events once the prove is done and
+/// appends one JSON line to the file, which `bench/trace.py` summarizes (how busy each
+/// stream is, and where one waits for the other).
+pub struct Trace {
+    spans: Vec<Span>,
+}
+
+impl Trace {
+    /// A trace when `CUZK_GPU_TRACE` names a file, else `None`.
+    ///
+    /// # Errors
+    /// Driver errors recording the trace base.
+    pub fn start(dev: &Device) -> Result<Option<Trace>> {
+        if crate::tuning::tuning().trace.is_none() {
+            return Ok(None);
+        }
+        dev.trace_base()?;
+        Ok(Some(Trace { spans: Vec::new() }))
+    }
+
+    /// Records the start of span `what` (chunk `index`) on the copy stream (`copy`) or the
+    /// compute stream; returns its id for [`Trace::end`].
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn begin(
+        &mut self,
+        dev: &Device,
+        what: &'static str,
+        index: usize,
+        copy: bool,
+    ) -> Result<usize> {
+        let start = dev.timing_event()?;
+        match copy {
+            true => dev.record_on_copy(&start)?,
+            false => dev.record(&start)?,
+        }
+        self.spans.push(Span {
+            what,
+            index,
+            copy,
+            start,
+            end: None,
+        });
+        Ok(self.spans.len() - 1)
+    }
+
+    /// Records the end of span `id` on its stream.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn end(&mut self, dev: &Device, id: usize) -> Result<()> {
+        let Some(span) = self.spans.get_mut(id) else {
+            return Ok(());
+        };
+        let end = dev.timing_event()?;
+        match span.copy {
+            true => dev.record_on_copy(&end)?,
+            false => dev.record(&end)?,
+        }
+        span.end = Some(end);
+        Ok(())
+    }
+
+    /// Once every span's work is done: appends `{"op":"gpu_trace","gpu":…,"lg":…,"spans":
+    /// [[what, index, "copy"|"compute", start_ms, end_ms], …]}` to the trace file (a span
+    /// never ended is left out). A failed write is logged, not returned: tracing never
+    /// fails a prove.
+    ///
+    /// # Errors
+    /// Driver errors reading the events.
+    pub fn write(self, dev: &Device, lg: u32) -> Result<()> {
+        let base = dev.trace_base()?;
+        let ms = |ev: &CudaEvent| drv(dev.ordinal(), || "trace timing".into(), base.elapsed_ms(ev));
+        let mut parts = Vec::with_capacity(self.spans.len());
+        for s in &self.spans {
+            let Some(end) = &s.end else { continue };
+            let stream = if s.copy { "copy" } else { "compute" };
+            parts.push(format!(
+                "[\"{}\",{},\"{stream}\",{:.3},{:.3}]",
+                s.what,
+                s.index,
+                ms(&s.start)?,
+                ms(end)?
+            ));
+        }
+        let line = format!(
+            "{{\"op\":\"gpu_trace\",\"gpu\":{},\"lg\":{lg},\"spans\":[{}]}}\n",
+            dev.ordinal(),
+            parts.join(",")
+        );
+        if let Some(path) = &crate::tuning::tuning().trace {
+            use std::io::Write;
+            let wrote = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(line.as_bytes()));
+            if let Err(e) = wrote {
+                tracing::warn!(path = %path.display(), "trace not written: {e}");
+            }
+        }
+        Ok(())
+    }
+}

@@ -139,7 +139,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// Partition 0 of a Filecoin request: plain, then the first recorded call (records the
-/// shape), then `reps` recorded calls against `reps` plain ones.
+/// shape), then `reps` recorded calls against `reps` plain ones, and `reps` evaluations of
+/// a, b, c from the recording (a deferred assignment's products, the host's part of a
+/// prove on a GPU that does not hold the matrices).
 fn run_filecoin(
     kind: cuzk_filecoin::FilecoinKind,
     request: &cuzk_groth16::ProofRequest,
@@ -172,12 +174,27 @@ fn run_filecoin(
     let rows = plain_asg.n_rows();
     // At 32 GiB each assignment is ~17 GB: hold no more of them than the next step needs.
     drop((first, plain_asg));
-    let (mut recorded, mut whole) = (Vec::new(), Vec::new());
+    let (mut recorded, mut whole, mut products) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..reps {
         let t = Instant::now();
         let r = proof.synthesize(&synth, 0)?;
         recorded.push(ms(t));
         eprintln!("{kind} partition 0: recorded call {:.1} ms", ms(t));
+        // What the host does for a GPU without the matrices (a small card): a, b, c of a
+        // deferred assignment from its recording, in parallel.
+        let d = proof.synthesize(&synth.with_defer(true), 0)?;
+        let t = Instant::now();
+        let abc = d.abc_values()?;
+        products.push(ms(t));
+        eprintln!(
+            "{kind} partition 0: a, b, c from the recording {:.1} ms",
+            ms(t)
+        );
+        if (&*abc.a, &*abc.b, &*abc.c) != (r.a(), r.b(), r.c()) {
+            bail!("{kind}: a, b, c from the recording differ from synthesize's");
+        }
+        drop(abc);
+        drop(d);
         // The recording with the whole circuit's witness on this thread (the default path
         // computes it part by part in parallel where the kind gives parts).
         let t = Instant::now();
@@ -211,6 +228,7 @@ fn run_filecoin(
             "synthesize_ms_median": round1(p),
             "recorded_ms_median": round1(q),
             "recorded_whole_ms_median": round1(median(&whole)),
+            "products_ms_median": round1(median(&products)),
             "speedup": ratio(p, q),
             "equal": true,
             "reps": reps,

@@ -149,6 +149,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         nvrtc_options: cfg.gpu.nvrtc_options.clone(),
         // Only `CUZK_GPU_REGISTER=0` turns it off, for measuring it.
         no_host_registration: false,
+        // Only `CUZK_GPU_TRACE=FILE` turns it on, for diagnosis.
+        trace: None,
     };
     if !tuning.with_env().install() {
         tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");

@@ -52,6 +52,10 @@ pub fn gpu_specs(
                     vram_reserve_bytes: gpu
                         .vram_reserve_bytes
                         .unwrap_or(defaults.vram_reserve_bytes),
+                    stream_chunk_points: gpu
+                        .stream_chunk_points
+                        .filter(|&p| p > 0)
+                        .unwrap_or(defaults.stream_chunk_points),
                     ..defaults
                 },
             );

@@ -1,0 +1,466 @@
+//! The five sums of a prove with the SRS streamed from registered host memory, through one
+//! ring of device slots (issue #26): the order their chunks are summed in
+//! ([`interleave_order`]: the copy-bound L, A and B sums between the compute-bound H sum's
+//! chunks), where each chunk lies in the ring ([`ring_places`]), and the [`Ring`] that
+//! enqueues the copies and sums with stream waits only. The sums themselves are
+//! `sums.rs`'s; the sequence around them (quotient, uploads of the witness) is `run.rs`'s.
+
+use std::time::Duration;
+
+use cudarc::driver::CudaEvent;
+
+use crate::backend::plan::SumPlan;
+use crate::backend::residency::Query;
+use crate::backend::sums::{enqueue_chunk, OutRegions};
+use crate::device::arena::DevRegion;
+use crate::device::layout::FR_BYTES;
+use crate::device::pinned::HostRegistration;
+use crate::device::upload::UploadScope;
+use crate::device::{Device, Trace};
+use crate::error::{GpuError, Result};
+use crate::ops::msm::Group;
+
+/// Slots of a [`Ring`]: each of the two chunk buffers (sized for a chunk of G2 points)
+/// holds two. A chunk of the H sum takes one slot; a chunk of a split sum (L, A, B) takes a
+/// whole buffer, two slots: twice as many G1 points, or as many G2 points. A split sum's
+/// chunk costs about 4 ms on an H100 whether it holds 2^21 or 2^22 points (classification,
+/// the ones' batch addition and the others' MSM are chains of small kernels), so the split
+/// sums take chunks twice the H sum's: at 2^27 with 2^21-point slots their chunks' device
+/// time fell from 815 to about 460 ms per partition (docs/benchmarks.md, 2026-12-05).
+pub const RING: usize = 4;
+
+/// One sum streamed through a [`Ring`]: its plan, its host points (registered), and its
+/// scalars on the device.
+pub struct RingSum<'s, 'h> {
+    /// The sum's plan.
+    pub sum: &'s SumPlan,
+    /// Its bases in host memory (blst affine points).
+    pub host: &'h [u8],
+    /// Its scalars on the device.
+    pub scalars: DevRegion<'s>,
+}
+
+impl RingSum<'_, '_> {
+    fn part(&self, j: usize) -> (usize, usize) {
+        let c = self.sum.chunk;
+        (j * c, ((j + 1) * c).min(self.sum.n))
+    }
+
+    /// Slots of `slot_bytes` a chunk of this sum takes: 1 or 2.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] for a chunk larger than two slots.
+    pub fn width(&self, slot_bytes: usize) -> Result<usize> {
+        let bytes = self.sum.chunk * self.sum.group.affine_bytes();
+        match bytes.div_ceil(slot_bytes.max(1)) {
+            0 | 1 => Ok(1),
+            2 => Ok(2),
+            _ => Err(GpuError::Input(format!(
+                "a chunk of {} points of {:?} does not fit two ring slots of {slot_bytes} bytes",
+                self.sum.chunk, self.sum.query
+            ))),
+        }
+    }
+}
+
+/// The order in which the chunks of several streamed sums (`chunks[s]` each) are summed:
+/// the first `head` chunks of sum 0, then always the next chunk of the sum least far
+/// along, sum s > 0 taking none before sum 0 has done `after[s]` of its chunks (the lower
+/// index on a tie). How far along a sum is is measured on sum 0's chunks: sum s spreads its
+/// chunks evenly over those of sum 0 from its `after[s]`-th on, so a sum held back does
+/// not run its chunks in a burst once it may start. With sum 0 the compute-bound H sum and
+/// the others the copy-bound L, A and B sums, the copies of the others' points run while
+/// H's chunks are summed; the head covers the upload of their scalars, and `after` the
+/// B scalars' wait for their place (the quotient's coefficients the H sum reads first).
+pub fn interleave_order(chunks: &[usize], head: usize, after: &[usize]) -> Vec<(usize, usize)> {
+    let total: usize = chunks.iter().sum();
+    let c0 = chunks.first().copied().unwrap_or(0);
+    let after = |s: usize| match s {
+        0 => 0,
+        _ => after.get(s).copied().unwrap_or(0).min(c0),
+    };
+    let mut done = vec![0usize; chunks.len()];
+    let mut order = Vec::with_capacity(total);
+    for j in 0..head.min(c0) {
+        order.push((0, j));
+    }
+    if !chunks.is_empty() {
+        done[0] = head.min(c0);
+    }
+    // Sum s's progress on sum 0's chunks, as a fraction num / den: after(s) + its done
+    // fraction of the rest (the plain done fraction when sum 0 has no chunks).
+    let progress = |s: usize, done: &[usize]| -> (u128, u128) {
+        let (d, n) = (done[s] as u128, chunks[s] as u128);
+        match c0 {
+            0 => (d, n),
+            _ => {
+                let (a, c) = (after(s) as u128, c0 as u128);
+                (a * n + d * (c - a), c * n)
+            }
+        }
+    };
+    while order.len() < total {
+        let next = (0..chunks.len())
+            .filter(|&s| done[s] < chunks[s] && done[0] >= after(s))
+            .min_by(|&x, &y| {
+                let ((nx, dx), (ny, dy)) = (progress(x, &done), progress(y, &done));
+                (nx * dy).cmp(&(ny * dx))
+            })
+            .expect("a sum with chunks left that may run");
+        order.push((next, done[next]));
+        done[next] += 1;
+    }
+    order
+}
+
+/// Where one chunk of a ring order lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingPlace {
+    /// Its first slot (even for a chunk two slots wide).
+    pub slot: usize,
+    /// Slots it takes: 1 or 2.
+    pub width: usize,
+    /// The position in the order of the last chunk before it in any of its slots: its
+    /// copy is enqueued once that chunk's sum is (`None`: the slots are fresh).
+    pub after: Option<usize>,
+}
+
+/// The places of chunks `widths[i]` slots wide, summed in that order: each takes the next
+/// slots round the ring, a chunk two wide skipping a slot to start at an even one (a whole
+/// chunk buffer).
+pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
+    let mut last: [Option<usize>; RING] = [None; RING];
+    let mut at = 0usize;
+    widths
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            let width = w.clamp(1, 2);
+            if width == 2 && at % 2 == 1 {
+                at += 1;
+            }
+            let slot = at % RING;
+            let after = last[slot..slot + width].iter().flatten().copied().max();
+            last[slot..slot + width].fill(Some(i));
+            at += width;
+            RingPlace { slot, width, after }
+        })
+        .collect()
+}
+
+/// [`RING`] slots cut from the two chunk buffers, with the events that say when a slot's
+/// copy is done and when its sum has read it. The copy into a slot waits (on the copy
+/// stream) for the sum of the chunk last in it; the sum waits (on the compute stream) for
+/// its copy. Nothing waits on the host. Each sum is timed on the device (two events), so
+/// that a prove reports each query's device time although their chunks interleave; with a
+/// [`Trace`] each copy and sum is also a span of it.
+pub struct Ring<'a> {
+    bufs: [DevRegion<'a>; 2],
+    /// Bytes of a slot: half a chunk buffer, in whole G1 points.
+    slot_bytes: usize,
+    copied: [CudaEvent; RING],
+    consumed: [CudaEvent; RING],
+    used: [bool; RING],
+    /// Each sum's query and its start and end on the compute stream.
+    timed: Vec<(Query, CudaEvent, CudaEvent)>,
+    /// The spans of the copies and sums (`CUZK_GPU_TRACE`).
+    pub trace: Option<Trace>,
+}
+
+impl<'a> Ring<'a> {
+    /// The ring over the two chunk buffers `bufs`.
+    ///
+    /// # Errors
+    /// Driver errors (events).
+    pub fn new(dev: &Device, bufs: &[DevRegion<'a>; 2]) -> Result<Ring<'a>> {
+        let pb = Group::G1.affine_bytes();
+        let slot_bytes = bufs[0].bytes().min(bufs[1].bytes()) / 2 / pb * pb;
+        Ok(Ring {
+            bufs: *bufs,
+            slot_bytes,
+            copied: std::array::from_fn(|_| dev.timing_event()).map_or_err()?,
+            consumed: std::array::from_fn(|_| dev.timing_event()).map_or_err()?,
+            used: [false; RING],
+            timed: Vec::new(),
+            trace: Trace::start(dev)?,
+        })
+    }
+
+    /// Bytes of one slot.
+    pub fn slot_bytes(&self) -> usize {
+        self.slot_bytes
+    }
+
+    /// The device region of `place`.
+    fn region(&self, place: RingPlace) -> Result<DevRegion<'a>> {
+        let buf = &self.bufs[place.slot / 2];
+        buf.slice(
+            (place.slot % 2) * self.slot_bytes,
+            place.width * self.slot_bytes,
+        )
+    }
+
+    /// The slots of `place`.
+    fn slots(place: RingPlace) -> std::ops::Range<usize> {
+        place.slot..(place.slot + place.width).min(RING)
+    }
+
+    /// Enqueues the copy of chunk `j` of `s` into `place`, after the sums that last read
+    /// its slots.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] for a chunk larger than its place; driver errors.
+    pub fn copy<'e>(
+        &mut self,
+        dev: &Device,
+        up: &UploadScope<'_, 'e>,
+        reg: &HostRegistration,
+        s: &RingSum<'_, 'e>,
+        j: usize,
+        place: RingPlace,
+    ) -> Result<()> {
+        let pb = s.sum.group.affine_bytes();
+        let (b, e) = s.part(j);
+        let dst = self.region(place)?;
+        if (e - b) * pb > dst.bytes() || s.host.len() < e * pb {
+            return Err(GpuError::Input(format!(
+                "chunk {j} of {} points does not fit {} ring slots of {} bytes",
+                e - b,
+                place.width,
+                self.slot_bytes
+            )));
+        }
+        for k in Ring::slots(place) {
+            if self.used[k] {
+                dev.copy_wait(&self.consumed[k])?;
+            }
+        }
+        let span = self.begin(dev, s.sum.query.name(), j, true)?;
+        for (off, piece) in reg.split(&s.host[b * pb..e * pb]) {
+            up.upload(&dst.slice(off, piece.len())?, piece)?;
+        }
+        self.end(dev, span)?;
+        up.record(&self.copied[place.slot])
+    }
+
+    /// The start of a traced span `what` on the compute stream (none untraced): its id
+    /// for [`Ring::span_end`].
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn span_begin(&mut self, dev: &Device, what: &'static str) -> Result<usize> {
+        self.begin(dev, what, 0, false)
+    }
+
+    /// The end of span `id` (nothing untraced).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn span_end(&mut self, dev: &Device, id: usize) -> Result<()> {
+        self.end(dev, id)
+    }
+
+    fn begin(&mut self, dev: &Device, what: &'static str, j: usize, copy: bool) -> Result<usize> {
+        match &mut self.trace {
+            Some(t) => t.begin(dev, what, j, copy),
+            None => Ok(0),
+        }
+    }
+
+    fn end(&mut self, dev: &Device, id: usize) -> Result<()> {
+        match &mut self.trace {
+            Some(t) => t.end(dev, id),
+            None => Ok(()),
+        }
+    }
+
+    /// Enqueues the sum of chunk `j` of `s` from `place` (once its copy is done) in
+    /// `scratch`, its results into `results` at the plan's offsets.
+    ///
+    /// # Errors
+    /// Arena, input or driver errors.
+    pub fn sum(
+        &mut self,
+        dev: &Device,
+        scratch: &DevRegion<'_>,
+        s: &RingSum<'_, '_>,
+        j: usize,
+        place: RingPlace,
+        results: &DevRegion<'_>,
+    ) -> Result<()> {
+        dev.wait_on(&self.copied[place.slot])?;
+        let (b, e) = s.part(j);
+        let sc = s.scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
+        let out = OutRegions::of(results, s.sum.chunk_out(j))?;
+        let bases = self.region(place)?;
+        let (start, end) = (dev.timing_event()?, dev.timing_event()?);
+        dev.record(&start)?;
+        let span = self.begin(dev, s.sum.query.name(), j, false)?;
+        enqueue_chunk(dev, scratch, s.sum, &bases, &sc, e - b, &out)?;
+        self.end(dev, span)?;
+        dev.record(&end)?;
+        self.timed.push((s.sum.query, start, end));
+        for k in Ring::slots(place) {
+            dev.record(&self.consumed[k])?;
+            self.used[k] = true;
+        }
+        Ok(())
+    }
+
+    /// Once the compute stream is done: each query's device time, the sum of its chunks'
+    /// (in [`Query`] order).
+    ///
+    /// # Errors
+    /// Driver errors (an event not yet complete).
+    pub fn query_times(&self, dev: &Device) -> Result<[Duration; 5]> {
+        let mut out = [Duration::ZERO; 5];
+        for (q, start, end) in &self.timed {
+            out[*q as usize] += dev.elapsed(start, end)?;
+        }
+        Ok(out)
+    }
+}
+
+/// `[Result<T>; N]` into `Result<[T; N]>`.
+trait MapOrErr<T, const N: usize> {
+    fn map_or_err(self) -> Result<[T; N]>;
+}
+
+impl<T, const N: usize> MapOrErr<T, N> for [Result<T>; N] {
+    fn map_or_err(self) -> Result<[T; N]> {
+        let v = self.into_iter().collect::<Result<Vec<T>>>()?;
+        v.try_into()
+            .map_err(|_| GpuError::Internal("array length".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interleave_takes_every_chunk_once_in_order_per_sum() {
+        for (chunks, head, after) in [
+            (vec![32, 32, 31], RING, vec![]),
+            (vec![64, 63, 63], RING, vec![]),
+            (vec![2, 5, 0], RING, vec![]),
+            (vec![1], RING, vec![]),
+            (vec![0, 3, 3], RING, vec![0, 2, 5]),
+            (vec![7, 1, 9], 0, vec![]),
+            (vec![32, 16, 16, 4, 8], RING, vec![0, 0, 0, 10, 10]),
+            (vec![3, 2, 2, 4, 4], RING, vec![0, 0, 0, 9, 9]),
+            (vec![64, 32, 32, 8, 16], RING, vec![0, 0, 0, 18, 18]),
+        ] {
+            let order = interleave_order(&chunks, head, &after);
+            assert_eq!(order.len(), chunks.iter().sum::<usize>());
+            for (s, &n) in chunks.iter().enumerate() {
+                let mine: Vec<usize> = order.iter().filter(|o| o.0 == s).map(|o| o.1).collect();
+                assert_eq!(mine, (0..n).collect::<Vec<_>>(), "{chunks:?}");
+            }
+            let lead = head.min(chunks.first().copied().unwrap_or(0));
+            assert!(order[..lead].iter().all(|o| o.0 == 0));
+            // No chunk of sum s before sum 0 has done after[s] chunks (or all it has).
+            for (i, &(s, _)) in order.iter().enumerate() {
+                let gate = after.get(s).copied().unwrap_or(0).min(chunks[0]);
+                let h_done = order[..i].iter().filter(|o| o.0 == 0).count();
+                assert!(s == 0 || h_done >= gate, "{chunks:?} {after:?}: {order:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_held_back_sum_spreads_its_chunks_over_what_is_left_of_sum_0() {
+        // 2^27 in 2^22-point H chunks, the split sums' twice as large, B held back until H
+        // has done 10: B in G1 (4 chunks) and B in G2 (8) between H's last 22, never more
+        // than three of theirs in a row.
+        let order = interleave_order(&[32, 16, 16, 4, 8], RING, &[0, 0, 0, 10, 10]);
+        let first_b = order.iter().position(|o| o.0 >= 3).expect("a B chunk");
+        let h_before = order[..first_b].iter().filter(|o| o.0 == 0).count();
+        // Held back for 10; on the tie at 10 (both a third along) H goes first.
+        assert_eq!(h_before, 11);
+        let mut run = 0;
+        for o in &order[first_b..] {
+            run = if o.0 >= 3 { run + 1 } else { 0 };
+            assert!(run <= 3, "{order:?}");
+        }
+        let last_h = order.iter().rposition(|o| o.0 == 0).expect("an H chunk");
+        assert!(order.len() - last_h <= 6, "{order:?}");
+    }
+
+    #[test]
+    fn the_interleave_spreads_the_h_chunks_evenly() {
+        // 2^27 in 2^22-point chunks: H, L, A.
+        let order = interleave_order(&[32, 32, 31], RING, &[]);
+        // After the head, no two H chunks are more than three others apart, and the last
+        // H chunk is among the last few.
+        let h_at: Vec<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.0 == 0)
+            .map(|(i, _)| i)
+            .collect();
+        for w in h_at[RING..].windows(2) {
+            assert!(w[1] - w[0] <= 4, "{h_at:?}");
+        }
+        assert!(order.len() - h_at[31] <= 4);
+    }
+
+    #[test]
+    fn ring_places_put_wide_chunks_on_whole_buffers_after_their_slots_last_reader() {
+        // H, H, L (two wide), H, A (two wide), H, H, B2 (two wide).
+        let widths = [1, 1, 2, 1, 2, 1, 1, 2];
+        let p = ring_places(&widths);
+        let slots: Vec<usize> = p.iter().map(|p| p.slot).collect();
+        // L starts at slot 2; H at 0 (round two); A skips slot 1 for slots 2, 3; H at 0, 1;
+        // B2 on slots 2, 3.
+        assert_eq!(slots, [0, 1, 2, 0, 2, 0, 1, 2]);
+        let after: Vec<Option<usize>> = p.iter().map(|p| p.after).collect();
+        assert_eq!(
+            after,
+            [
+                None,
+                None,
+                None,
+                Some(0),
+                Some(2),
+                Some(3),
+                Some(1),
+                Some(4)
+            ]
+        );
+    }
+
+    #[test]
+    fn ring_places_never_share_a_slot_between_chunks_in_flight() {
+        // Any mix: a chunk's slots are its own from its copy until its sum, and its copy
+        // comes after the sums of every earlier chunk in those slots.
+        let mut seed = 0x9e37_79b9_u32;
+        for len in [0usize, 1, 2, 5, 17, 64, 101] {
+            let widths: Vec<usize> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    1 + (seed % 2) as usize
+                })
+                .collect();
+            let p = ring_places(&widths);
+            for (i, pi) in p.iter().enumerate() {
+                assert_eq!(pi.width, widths[i]);
+                assert!(pi.slot + pi.width <= RING, "{widths:?}");
+                assert!(pi.width == 1 || pi.slot % 2 == 0, "{widths:?}");
+                // The last earlier chunk in each of its slots is `after` or before it.
+                for k in pi.slot..pi.slot + pi.width {
+                    let prev = (0..i)
+                        .rev()
+                        .find(|&m| (p[m].slot..p[m].slot + p[m].width).contains(&k));
+                    assert!(prev <= pi.after, "{widths:?}: {i}");
+                    if let Some(m) = prev {
+                        assert!(m < i);
+                    }
+                }
+                assert!(pi.after.is_none_or(|a| a < i));
+            }
+        }
+    }
+}
