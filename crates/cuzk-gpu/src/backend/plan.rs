@@ -32,6 +32,14 @@ const MAX_WINDOWS: usize = 32;
 /// narrower one would multiply the sort's entries (sized for the whole length) by more
 /// windows than it saves in buckets.
 const OTHERS_MIN_FRACTION: usize = 64;
+/// Streamed in chunks of fewer points than this, the split sums (L, A, B) take chunks of a
+/// whole chunk buffer, twice the H sum's in G1; from this on, the H sum's (B in G2: half,
+/// the same bytes). A split sum's chunk costs about 4 ms whatever its size, but a chunk two
+/// slots wide leaves the four-slot ring (`ring.rs`) too shallow to copy ahead of the H sum:
+/// on an H100 at 2^27 (docs/benchmarks.md, 2026-12-05), 2^21-point chunks went from 2.971
+/// to 2.738 s per partition with wide split chunks (their compute 815 -> 462 ms, the ring
+/// stalling 247 ms), 2^22-point ones from 2.467 to 2.576 (130 ms saved, 298 ms stalled).
+const WIDE_SPLIT_BELOW: usize = 1 << 22;
 
 /// Where the SRS lives for a prove.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,12 +190,14 @@ impl ProvePlan {
                 Group::G1
             };
             // Streamed, a split sum's chunk fills a whole chunk buffer (sized for
-            // `chunk_len` G2 points): twice the H sum's in G1. Its cost per chunk hardly
-            // depends on its size (`ring.rs`), so fewer chunks are faster.
+            // `chunk_len` G2 points) below WIDE_SPLIT_BELOW: twice the H sum's in G1; else
+            // one ring slot, half a buffer: the H sum's in G1, half as many G2 points.
+            let wide = chunk_len < WIDE_SPLIT_BELOW;
             let per_chunk = match (query, placement) {
-                (Query::L | Query::A | Query::BG1, Placement::Streamed { .. }) => {
+                (Query::L | Query::A | Query::BG1, Placement::Streamed { .. }) if wide => {
                     chunk_len.saturating_mul(2)
                 }
+                (Query::BG2, Placement::Streamed { .. }) if !wide => (chunk_len / 2).max(1),
                 _ => chunk_len,
             };
             let chunk = n.min(per_chunk).max(1);
@@ -434,36 +444,39 @@ mod tests {
         );
         let s = p.sums[Query::BG2 as usize];
         assert!(!s.packed);
+        // Below 2^22-point chunks a B in G2 chunk fills a whole buffer: 5000 points.
         assert_eq!(s.chunks, (1usize << 14).div_ceil(5000));
         assert!(p.scratch[0].1 >= s.scratch_bytes());
     }
 
     #[test]
-    fn streamed_split_sums_take_a_whole_chunk_buffer() {
-        // See: #26. H in chunks of the configured points (one ring slot); L, A and B in G1
-        // in twice that, B in G2 in as many: each a whole buffer of `chunk` G2 points.
-        let chunk = 1 << 12;
-        let p = ProvePlan::new(
-            &shape(16),
-            (1 << 16) - 1,
-            Placement::Streamed { chunk },
-            None,
-            0,
-        );
-        let [(_, buf), _] = p.chunk_bufs.expect("streamed buffers");
-        for s in &p.sums {
-            let want = match s.query {
-                Query::H | Query::BG2 => chunk,
-                _ => 2 * chunk,
-            };
-            assert_eq!(s.chunk, want.min(s.n), "{:?}", s.query);
-            assert!(s.chunk * s.group.affine_bytes() <= buf, "{:?}", s.query);
-            assert!(p.scratch[0].1 >= s.scratch_bytes(), "{:?}", s.query);
+    fn streamed_split_sums_take_a_whole_chunk_buffer_below_2_22_points() {
+        // See: #26. H in chunks of the configured points (one ring slot). Below
+        // WIDE_SPLIT_BELOW, L, A and B in G1 in twice that and B in G2 in as many, each a
+        // whole buffer of `chunk` G2 points; from it on, all in one slot.
+        for (lg, chunk, wide) in [(16u32, 1usize << 12, true), (24, 1 << 22, false)] {
+            let p = ProvePlan::new(
+                &shape(lg),
+                (1 << lg) - 1,
+                Placement::Streamed { chunk },
+                None,
+                0,
+            );
+            let [(_, buf), _] = p.chunk_bufs.expect("streamed buffers");
+            for s in &p.sums {
+                let want = match (s.query, wide) {
+                    (Query::H, _) | (Query::BG2, true) => chunk,
+                    (Query::BG2, false) => chunk / 2,
+                    (_, true) => 2 * chunk,
+                    (_, false) => chunk,
+                };
+                assert_eq!(s.chunk, want.min(s.n), "2^{lg} {:?}", s.query);
+                let bytes = s.chunk * s.group.affine_bytes();
+                assert!(bytes <= if wide { buf } else { buf / 2 }, "{:?}", s.query);
+                assert!(p.scratch[0].1 >= s.scratch_bytes(), "{:?}", s.query);
+            }
+            assert_eq!(chunk * Group::G1.affine_bytes() * 2, buf);
         }
-        assert_eq!(
-            p.sums[Query::H as usize].chunk * Group::G1.affine_bytes() * 2,
-            buf
-        );
     }
 
     #[test]

@@ -21,12 +21,11 @@ use crate::error::{GpuError, Result};
 use crate::ops::msm::Group;
 
 /// Slots of a [`Ring`]: each of the two chunk buffers (sized for a chunk of G2 points)
-/// holds two. A chunk of the H sum takes one slot; a chunk of a split sum (L, A, B) takes a
-/// whole buffer, two slots: twice as many G1 points, or as many G2 points. A split sum's
-/// chunk costs about 4 ms on an H100 whether it holds 2^21 or 2^22 points (classification,
-/// the ones' batch addition and the others' MSM are chains of small kernels), so the split
-/// sums take chunks twice the H sum's: at 2^27 with 2^21-point slots their chunks' device
-/// time fell from 815 to about 460 ms per partition (docs/benchmarks.md, 2026-12-05).
+/// holds two. A chunk of the H sum takes one slot, as do the split sums' (L, A, B) in
+/// G1, and B in G2's of half as many points; streamed in small chunks, a split sum's chunk
+/// takes a whole buffer, two slots (`plan.rs`, `WIDE_SPLIT_BELOW`: its cost per chunk
+/// hardly depends on its size, but chunks two slots wide leave the ring too shallow to
+/// copy ahead of the H sum).
 pub const RING: usize = 4;
 
 /// One sum streamed through a [`Ring`]: its plan, its host points (registered), and its
