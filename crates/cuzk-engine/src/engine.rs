@@ -1,8 +1,8 @@
 //! [`Engine`]: the public handle. Starts the worker threads, accepts jobs (job identity =
 //! request id + payload digest, admission limits, parsing through the [`KindRegistry`]),
-//! awaits, cancels, reports status and metrics, and drains on shutdown; preloading and
-//! evicting parameters live in `engine_params.rs`. Any front end (the gRPC server, `cuzk bench batch` in-process) drives the
-//! engine through this type only.
+//! awaits, cancels, reports status and metrics; preloading and evicting parameters live in
+//! `engine_params.rs`, the drain on shutdown in `engine_drain.rs`. Any front end (the gRPC
+//! server, `cuzk bench batch` in-process) drives the engine through this type only.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -11,8 +11,7 @@ use cuzk_groth16::{SrsOptions, Synthesizer};
 use parking_lot::Mutex;
 use rand::RngCore;
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::device::DeviceSpec;
 use crate::faults::JobFaults;
@@ -31,15 +30,6 @@ use crate::{
 /// The proving engine. Cheap to share behind an `Arc`; all methods take `&self`.
 pub struct Engine {
     pub(crate) shared: Arc<Shared>,
-}
-
-/// What a shutdown did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShutdownReport {
-    /// Jobs that finished during the drain.
-    pub drained: usize,
-    /// Jobs failed because the drain timeout passed.
-    pub failed: usize,
 }
 
 impl Engine {
@@ -491,84 +481,6 @@ impl Engine {
     /// deferring a, b, c to the backend; its recorded shapes are this engine's alone.
     pub fn synthesizer(&self) -> &Synthesizer {
         &self.shared.synth
-    }
-
-    /// Stops accepting jobs at once: every later submit gets [`EngineError::ShuttingDown`]
-    /// and [`Engine::status`] says `accepting: false` from this call's return, so a front
-    /// end that reports readiness from it can flip its own signals after this call and
-    /// never answer two ways at once.
-    pub fn stop_accepting(&self) {
-        self.shared.state.lock().accepting = false;
-    }
-
-    /// Stops accepting jobs, waits up to `drain` for accepted ones to finish, fails the
-    /// rest with a reason (retryable: another daemon can prove them), and stops the workers (a prove in flight finishes and is
-    /// discarded).
-    pub async fn shutdown(&self, drain: Duration) -> ShutdownReport {
-        self.shutdown_or(drain, &CancellationToken::new()).await
-    }
-
-    /// [`Engine::shutdown`], ending the drain early when `early` is cancelled (a second
-    /// SIGTERM or SIGINT).
-    pub async fn shutdown_or(&self, drain: Duration, early: &CancellationToken) -> ShutdownReport {
-        let active_at_start = {
-            let mut st = self.shared.state.lock();
-            st.accepting = false;
-            st.active.len()
-        };
-        info!(
-            active = active_at_start,
-            drain_s = drain.as_secs_f64(),
-            "draining"
-        );
-        let deadline = tokio::time::Instant::now() + drain;
-        loop {
-            if self.shared.state.lock().active.is_empty() || tokio::time::Instant::now() >= deadline
-            {
-                break;
-            }
-            tokio::select! {
-                _ = early.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-            }
-        }
-        // From here on finishes are not journaled: the jobs failed below stay pending in
-        // the journal and are proved again at the next start.
-        if let Some(journal) = &self.shared.journal {
-            journal.seal();
-        }
-        let mut st = self.shared.state.lock();
-        let remaining: Vec<String> = st.active.keys().cloned().collect();
-        let kept = if self.shared.journal.is_some() {
-            "; the journal keeps it and the next start proves it again"
-        } else {
-            ""
-        };
-        let reason = if early.is_cancelled() {
-            format!("daemon shut down: the drain was ended early{kept}")
-        } else {
-            format!(
-                "daemon shut down: drain timeout of {:.1} s passed{kept}",
-                drain.as_secs_f64()
-            )
-        };
-        let mut dropped = Vec::new();
-        for id in &remaining {
-            let end = JobEnd::retryable(reason.clone());
-            dropped.extend(self.shared.finish_job(&mut st, id, end));
-        }
-        st.stopping = true;
-        drop(st);
-        drop(dropped);
-        self.shared.synth_cv.notify_all();
-        self.shared.prove_cv.notify_all();
-        if !remaining.is_empty() {
-            warn!(failed = remaining.len(), "drain timeout: jobs failed");
-        }
-        ShutdownReport {
-            drained: active_at_start.saturating_sub(remaining.len()),
-            failed: remaining.len(),
-        }
     }
 
     /// The submit of identity (`request_id`, `digest`) attaches to the newest job with it

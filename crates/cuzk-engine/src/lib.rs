@@ -22,6 +22,7 @@
 pub mod config;
 pub mod device;
 mod engine;
+mod engine_drain;
 mod engine_journal;
 mod engine_params;
 pub mod error;
@@ -48,7 +49,8 @@ pub use config::EngineConfig;
 /// `cuzk-groth16` to build a [`JobSpec`].
 pub use cuzk_groth16::ProofRequest;
 pub use device::DeviceSpec;
-pub use engine::{Engine, ShutdownReport};
+pub use engine::Engine;
+pub use engine_drain::ShutdownReport;
 pub use error::EngineError;
 pub use faults::RetryCause;
 pub use params_check::{ParamsState, ParamsStatus, ParamsSummary};

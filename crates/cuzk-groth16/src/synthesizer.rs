@@ -115,11 +115,6 @@ impl Synthesizer {
         self.path
     }
 
-    /// Host bytes recordings may take (0: never record).
-    pub fn budget_bytes(&self) -> u64 {
-        self.shared.budget_bytes
-    }
-
     /// Whether recordings may be made (the budget is not 0).
     pub fn recording_on(&self) -> bool {
         self.shared.budget_bytes > 0
@@ -140,11 +135,6 @@ impl Synthesizer {
     pub fn layout(&self, circuit_id: &str) -> Option<SubLayout> {
         let slot = self.shared.shapes.get(circuit_id)?;
         slot.shape.get()?.as_ref()?.layout
-    }
-
-    /// The gate in front of the rayon pool that circuits given as parts pass.
-    pub fn gate(&self) -> &PoolGate {
-        &self.shared.gate
     }
 
     /// [`crate::synthesize`] through the recording of `circuit_id`'s shape: the first call

@@ -152,7 +152,7 @@ pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
 /// stream) for the sum of the chunk last in it; the sum waits (on the compute stream) for
 /// its copy. Nothing waits on the host. Each sum is timed on the device (two events), so
 /// that a prove reports each query's device time although their chunks interleave; with a
-/// [`Trace`] each copy and sum is also a span of it.
+/// [`Trace`] those sums and each copy are its spans.
 pub struct Ring<'a> {
     bufs: [DevRegion<'a>; 2],
     /// Bytes of a slot: half a chunk buffer, in whole G1 points.
@@ -160,10 +160,10 @@ pub struct Ring<'a> {
     copied: [CudaEvent; RING],
     consumed: [CudaEvent; RING],
     used: [bool; RING],
-    /// Each sum's query and its start and end on the compute stream.
-    timed: Vec<(Query, CudaEvent, CudaEvent)>,
-    /// The spans of the copies and sums (`CUZK_GPU_TRACE`).
-    pub trace: Option<Trace>,
+    /// Each sum's query, chunk, and start and end on the compute stream.
+    timed: Vec<(Query, usize, CudaEvent, CudaEvent)>,
+    /// The spans of the copies and the quotient (`CUZK_GPU_TRACE`).
+    trace: Option<Trace>,
 }
 
 impl<'a> Ring<'a> {
@@ -238,7 +238,7 @@ impl<'a> Ring<'a> {
         for (off, piece) in reg.split(&s.host[b * pb..e * pb]) {
             up.upload(&dst.slice(off, piece.len())?, piece)?;
         }
-        self.end(dev, span)?;
+        self.span_end(dev, span)?;
         up.record(&self.copied[place.slot])
     }
 
@@ -251,14 +251,6 @@ impl<'a> Ring<'a> {
         self.begin(dev, what, 0, false)
     }
 
-    /// The end of span `id` (nothing untraced).
-    ///
-    /// # Errors
-    /// Driver errors.
-    pub fn span_end(&mut self, dev: &Device, id: usize) -> Result<()> {
-        self.end(dev, id)
-    }
-
     fn begin(&mut self, dev: &Device, what: &'static str, j: usize, copy: bool) -> Result<usize> {
         match &mut self.trace {
             Some(t) => t.begin(dev, what, j, copy),
@@ -266,7 +258,11 @@ impl<'a> Ring<'a> {
         }
     }
 
-    fn end(&mut self, dev: &Device, id: usize) -> Result<()> {
+    /// The end of traced span `id` on its stream (nothing untraced).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn span_end(&mut self, dev: &Device, id: usize) -> Result<()> {
         match &mut self.trace {
             Some(t) => t.end(dev, id),
             None => Ok(()),
@@ -294,11 +290,9 @@ impl<'a> Ring<'a> {
         let bases = self.region(place)?;
         let (start, end) = (dev.timing_event()?, dev.timing_event()?);
         dev.record(&start)?;
-        let span = self.begin(dev, s.sum.query.name(), j, false)?;
         enqueue_chunk(dev, scratch, s.sum, &bases, &sc, e - b, &out)?;
-        self.end(dev, span)?;
         dev.record(&end)?;
-        self.timed.push((s.sum.query, start, end));
+        self.timed.push((s.sum.query, j, start, end));
         for k in Ring::slots(place) {
             dev.record(&self.consumed[k])?;
             self.used[k] = true;
@@ -313,10 +307,23 @@ impl<'a> Ring<'a> {
     /// Driver errors (an event not yet complete).
     pub fn query_times(&self, dev: &Device) -> Result<[Duration; 5]> {
         let mut out = [Duration::ZERO; 5];
-        for (q, start, end) in &self.timed {
+        for (q, _, start, end) in &self.timed {
             out[*q as usize] += dev.elapsed(start, end)?;
         }
         Ok(out)
+    }
+
+    /// Once the compute stream is done, with `CUZK_GPU_TRACE`: appends the prove's spans,
+    /// its copies and the quotient with every sum, to the trace file (nothing untraced).
+    ///
+    /// # Errors
+    /// Driver errors reading the events.
+    pub fn write_trace(&mut self, dev: &Device, lg: u32) -> Result<()> {
+        let Some(t) = self.trace.take() else {
+            return Ok(());
+        };
+        let sums = self.timed.iter().map(|(q, j, s, e)| (q.name(), *j, s, e));
+        t.write(dev, lg, sums)
     }
 }
 

@@ -310,9 +310,7 @@ impl GpuBackend {
                     report.push_device(stage_of(q), wall, times[q as usize]);
                 }
             }
-            if let Some(t) = ring.trace.take() {
-                t.write(dev, shape.lg)?;
-            }
+            ring.write_trace(dev, shape.lg)?;
             return out;
         }
 

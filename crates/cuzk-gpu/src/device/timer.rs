@@ -209,24 +209,35 @@ impl Trace {
     }
 
     /// Once every span's work is done: appends `{"op":"gpu_trace","gpu":…,"lg":…,"spans":
-    /// [[what, index, "copy"|"compute", start_ms, end_ms], …]}` to the trace file (a span
-    /// never ended is left out). A failed write is logged, not returned: tracing never
-    /// fails a prove.
+    /// [[what, index, "copy"|"compute", start_ms, end_ms], …]}` to the trace file: its own
+    /// spans (one never ended is left out) and `compute`, spans on the compute stream timed
+    /// by their owner (a streamed prove's sums, which it times anyway). A failed write is
+    /// logged, not returned: tracing never fails a prove.
     ///
     /// # Errors
     /// Driver errors reading the events.
-    pub fn write(self, dev: &Device, lg: u32) -> Result<()> {
+    pub fn write<'e>(
+        self,
+        dev: &Device,
+        lg: u32,
+        compute: impl IntoIterator<Item = (&'static str, usize, &'e CudaEvent, &'e CudaEvent)>,
+    ) -> Result<()> {
         let base = dev.trace_base()?;
         let ms = |ev: &CudaEvent| drv(dev.ordinal(), || "trace timing".into(), base.elapsed_ms(ev));
-        let mut parts = Vec::with_capacity(self.spans.len());
-        for s in &self.spans {
-            let Some(end) = &s.end else { continue };
+        let own = self.spans.iter().filter_map(|s| {
             let stream = if s.copy { "copy" } else { "compute" };
+            s.end
+                .as_ref()
+                .map(|end| (s.what, s.index, stream, &s.start, end))
+        });
+        let timed = compute
+            .into_iter()
+            .map(|(what, index, start, end)| (what, index, "compute", start, end));
+        let mut parts = Vec::with_capacity(self.spans.len());
+        for (what, index, stream, start, end) in own.chain(timed) {
             parts.push(format!(
-                "[\"{}\",{},\"{stream}\",{:.3},{:.3}]",
-                s.what,
-                s.index,
-                ms(&s.start)?,
+                "[\"{what}\",{index},\"{stream}\",{:.3},{:.3}]",
+                ms(start)?,
                 ms(end)?
             ));
         }
