@@ -257,8 +257,99 @@ pub fn batch_add_enqueue(
         BATCH_K,
         &part_a,
     )?;
-    let (mut src, mut dst) = (&part_a, &part_b);
-    let mut len = nout as u32;
+    reduce_partials(dev, group, &part_a, nout, [&part_b, &part_a], out)
+}
+
+/// Partial sums a batch addition streamed in chunks keeps ([`batch_add_acc_enqueue`]): a
+/// chunk's ones spread over this many threads, each adding its share to its own partial.
+/// Enough threads to fill the device (as many as the plain batch addition launches for a
+/// 2^21-point chunk in G1), few enough that their reduction after the last chunk is short.
+pub fn batch_parts(group: Group) -> usize {
+    match group {
+        Group::G1 => 1 << 16,
+        Group::G2 => 1 << 15,
+    }
+}
+
+/// Enqueues one chunk of a batch addition streamed in chunks: `Σ bases[idx[i]]` (or
+/// `Σ bases[i]`) for i < count (on the device; all n without it), spread over the
+/// `nparts` partials in `parts` and added to them; `parts` holds the earlier chunks' (all
+/// zero bytes before the first). [`batch_reduce_enqueue`] sums them after the last chunk.
+///
+/// # Errors
+/// [`GpuError::Input`] for short regions; driver errors.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_add_acc_enqueue(
+    dev: &Device,
+    group: Group,
+    bases: &DevRegion<'_>,
+    idx: Option<&DevRegion<'_>>,
+    n: usize,
+    count: Option<&DevRegion<'_>>,
+    parts: &DevRegion<'_>,
+    nparts: usize,
+) -> Result<()> {
+    if nparts == 0 || nparts > u32::MAX as usize {
+        return Err(GpuError::Input(format!("{nparts} batch partials")));
+    }
+    launch::batch_add_acc(
+        dev,
+        group,
+        Device::grid(nparts as u64, group.block()),
+        bases,
+        idx,
+        n as u32,
+        count,
+        nparts as u32,
+        parts,
+    )
+}
+
+/// Scratch bytes [`batch_reduce_enqueue`] takes for `nparts` partials.
+pub fn batch_reduce_scratch_bytes(group: Group, nparts: usize) -> usize {
+    Scratch::measure(|s| reduce_bufs(s, group, nparts).map(|_| ()))
+}
+
+fn reduce_bufs<'s>(
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    nparts: usize,
+) -> Result<[DevRegion<'s>; 2]> {
+    let len = nparts.div_ceil(crate::ops::msm::REDUCE_K as usize).max(1) * group.xyzz_bytes();
+    Ok([scratch.alloc(len)?, scratch.alloc(len)?])
+}
+
+/// Enqueues the sum of the `nparts` XYZZ partials in `parts` (left unchanged) into `out`
+/// (Jacobian).
+///
+/// # Errors
+/// Arena or driver errors.
+pub fn batch_reduce_enqueue(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    group: Group,
+    parts: &DevRegion<'_>,
+    nparts: usize,
+    out: &DevRegion<'_>,
+) -> Result<()> {
+    let [a, b] = reduce_bufs(scratch, group, nparts)?;
+    reduce_partials(dev, group, parts, nparts, [&a, &b], out)
+}
+
+/// Reduces the `len` XYZZ points at `src` by factors of REDUCE_K, alternating between
+/// `bufs` (the second may be `src`: it is written only once the first level has read it),
+/// and converts the sum to Jacobian into `out`.
+fn reduce_partials(
+    dev: &Device,
+    group: Group,
+    src: &DevRegion<'_>,
+    len: usize,
+    bufs: [&DevRegion<'_>; 2],
+    out: &DevRegion<'_>,
+) -> Result<()> {
+    let mut src = src;
+    let mut len = len.max(1) as u32;
+    let mut next = 0;
     while len > 1 {
         let k = crate::ops::msm::REDUCE_K.min(len);
         let out_len = len.div_ceil(k);
@@ -270,9 +361,10 @@ pub fn batch_add_enqueue(
             1,
             len,
             k,
-            dst,
+            bufs[next],
         )?;
-        std::mem::swap(&mut src, &mut dst);
+        src = bufs[next];
+        next ^= 1;
         len = out_len;
     }
     launch::to_jacobian(dev, group, Device::grid(1, 32), src, out, 1)

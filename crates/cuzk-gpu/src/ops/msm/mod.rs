@@ -90,7 +90,7 @@ pub fn windows(c: u32) -> u32 {
 /// The cost model of [`window_bits`] and of the window tables: an MSM of n points with
 /// c-bit windows and `sets` bucket sets makes one addition per point and window, plus about
 /// three per bucket for the running sums.
-fn modelled_additions(n: usize, c: u32, sets: u32) -> u64 {
+pub(crate) fn modelled_additions(n: usize, c: u32, sets: u32) -> u64 {
     n as u64 * windows(c) as u64 + 3 * sets as u64 * (1u64 << (c - 1))
 }
 
@@ -195,49 +195,70 @@ pub fn scratch_bytes(group: Group, n: usize) -> usize {
 /// Scratch bytes of an MSM of (at most) n points of shape `s`, its window sums included.
 pub(crate) fn shape_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
     Scratch::measure(|sc| {
-        msm_bufs(sc, s, group, n)?;
+        sort_bufs(sc, s, group, n)?;
+        sc.alloc(buckets_bytes(s, group))?;
+        reduce_bufs(sc, s, group)?;
         sc.alloc(s.sets as usize * group.jacobian_bytes())
             .map(|_| ())
     })
 }
 
-/// The scratch regions of an MSM of (at most) n points of shape `s`.
-struct MsmBufs<'s> {
+/// Bytes of the buckets of shape `s` (XYZZ points; all zero bytes is every bucket empty).
+pub(crate) fn buckets_bytes(s: &Shape, group: Group) -> usize {
+    s.buckets() * group.xyzz_bytes()
+}
+
+/// Scratch bytes [`msm_accumulate_enqueue`] takes for (at most) n points of shape `s`.
+pub(crate) fn accumulate_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
+    Scratch::measure(|sc| sort_bufs(sc, s, group, n).map(|_| ()))
+}
+
+/// Scratch bytes [`msm_window_sums_enqueue`] takes for shape `s`.
+pub(crate) fn window_sums_scratch_bytes(s: &Shape, group: Group) -> usize {
+    Scratch::measure(|sc| reduce_bufs(sc, s, group).map(|_| ()))
+}
+
+/// The scratch regions of the sort and the bucket accumulation of (at most) n points of
+/// shape `s`.
+struct SortBufs<'s> {
     canon: DevRegion<'s>,
     counts: DevRegion<'s>,
     starts: DevRegion<'s>,
     cursor: DevRegion<'s>,
     sorted: DevRegion<'s>,
-    buckets: DevRegion<'s>,
-    part_a: DevRegion<'s>,
-    part_b: DevRegion<'s>,
     first: DevRegion<'s>,
     last: DevRegion<'s>,
     scan: DevRegion<'s>,
 }
 
-fn msm_bufs<'s>(
+fn sort_bufs<'s>(
     scratch: &'s Scratch<'_>,
     s: &Shape,
     group: Group,
     n: usize,
-) -> Result<MsmBufs<'s>> {
+) -> Result<SortBufs<'s>> {
     let m = s.buckets();
-    let part_len = s.sets as usize * s.nseg() as usize * group.xyzz_bytes();
     let acc = s.acc_grid(n) * group.xyzz_bytes();
-    Ok(MsmBufs {
+    Ok(SortBufs {
         canon: scratch.alloc(n * FR_BYTES)?,
         counts: scratch.alloc(m * 4)?,
         starts: scratch.alloc((m + 1) * 4)?,
         cursor: scratch.alloc(m * 4)?,
         sorted: scratch.alloc(n * s.nwin as usize * 4)?,
-        buckets: scratch.alloc(m * group.xyzz_bytes())?,
-        part_a: scratch.alloc(part_len)?,
-        part_b: scratch.alloc(part_len)?,
         first: scratch.alloc(acc)?,
         last: scratch.alloc(acc)?,
         scan: scratch.alloc(scan_scratch_bytes(m))?,
     })
+}
+
+/// The scratch regions of the running sums and their reduction (shape `s`).
+fn reduce_bufs<'s>(
+    scratch: &'s Scratch<'_>,
+    s: &Shape,
+    group: Group,
+) -> Result<[DevRegion<'s>; 2]> {
+    let part_len = s.sets as usize * s.nseg() as usize * group.xyzz_bytes();
+    Ok([scratch.alloc(part_len)?, scratch.alloc(part_len)?])
 }
 
 /// Scratch bytes an MSM of n points needs in whichever group needs more.
@@ -324,16 +345,10 @@ fn enqueue_shape(
     input: &MsmInput<'_>,
     out: &DevRegion<'_>,
 ) -> Result<()> {
-    let (n, count) = (input.n, input.count);
-    let m = s.buckets();
-    if (n as u64) * (s.nwin as u64) >= u32::MAX as u64 {
-        return Err(GpuError::Input(format!(
-            "msm of {n} points exceeds the 32-bit sort index"
-        )));
-    }
-    let n32 = n as u32;
-    let b = msm_bufs(scratch, s, group, n)?;
-    let nseg = s.nseg();
+    let n = input.n;
+    let b = sort_bufs(scratch, s, group, n)?;
+    let buckets = scratch.alloc(buckets_bytes(s, group))?;
+    let parts = reduce_bufs(scratch, s, group)?;
     let mut prof = PhaseTimer::start(dev, || {
         format!("msm {group:?} n<={n} c={} sets={}", s.c, s.sets)
     })?;
@@ -343,6 +358,85 @@ fn enqueue_shape(
             None => Ok(()),
         }
     };
+    sort_accumulate(dev, &b, group, s, input, &buckets, false, &mut mark)?;
+    window_sums(dev, &parts, group, s, &buckets, out, &mut mark)?;
+    if let Some(p) = prof {
+        p.report()?;
+    }
+    Ok(())
+}
+
+/// Enqueues the sort and accumulation of `input` (shape `s`, a plain MSM) added into
+/// `buckets`, which hold earlier sums (all zero bytes before the first): one chunk of a
+/// sum streamed in chunks, whose buckets are summed once, after its last chunk
+/// ([`msm_window_sums_enqueue`]). Nothing waits; a count on the device bounds the work.
+///
+/// # Errors
+/// [`GpuError::Input`] for a bad input or short buckets; arena or driver errors.
+pub(crate) fn msm_accumulate_enqueue(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    group: Group,
+    s: &Shape,
+    input: &MsmInput<'_>,
+    buckets: &DevRegion<'_>,
+) -> Result<()> {
+    input.check(group)?;
+    if buckets.bytes() < buckets_bytes(s, group) {
+        return Err(GpuError::Input(format!(
+            "{} buckets in a {}-byte region",
+            s.buckets(),
+            buckets.bytes()
+        )));
+    }
+    let b = sort_bufs(scratch, s, group, input.n)?;
+    sort_accumulate(dev, &b, group, s, input, buckets, true, &mut |_| Ok(()))
+}
+
+/// Enqueues the window sums of `buckets` (shape `s`) into `out`.
+///
+/// # Errors
+/// [`GpuError::Input`] for short regions; arena or driver errors.
+pub(crate) fn msm_window_sums_enqueue(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    group: Group,
+    s: &Shape,
+    buckets: &DevRegion<'_>,
+    out: &DevRegion<'_>,
+) -> Result<()> {
+    if out.bytes() < s.sets as usize * group.jacobian_bytes() {
+        return Err(GpuError::Input(format!(
+            "{} window sums in a {}-byte region",
+            s.sets,
+            out.bytes()
+        )));
+    }
+    let parts = reduce_bufs(scratch, s, group)?;
+    window_sums(dev, &parts, group, s, buckets, out, &mut |_| Ok(()))
+}
+
+/// The sort of `input`'s digits by bucket and the accumulation into `buckets` (`add`:
+/// onto their sums).
+#[allow(clippy::too_many_arguments)]
+fn sort_accumulate(
+    dev: &Device,
+    b: &SortBufs<'_>,
+    group: Group,
+    s: &Shape,
+    input: &MsmInput<'_>,
+    buckets: &DevRegion<'_>,
+    add: bool,
+    mark: &mut dyn FnMut(&'static str) -> Result<()>,
+) -> Result<()> {
+    let (n, count) = (input.n, input.count);
+    let m = s.buckets();
+    if (n as u64) * (s.nwin as u64) >= u32::MAX as u64 {
+        return Err(GpuError::Input(format!(
+            "msm of {n} points exceeds the 32-bit sort index"
+        )));
+    }
+    let n32 = n as u32;
     dev.memset_zero(&b.counts)?;
 
     // Region sizes: canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
@@ -405,23 +499,37 @@ fn enqueue_shape(
         &b.starts,
         m,
         s.acc_grid(n),
-        &b.buckets,
+        add,
+        buckets,
         (&b.first, &b.last),
-        &mut mark,
-    )?;
-    let (nb, seg) = (s.nb, s.seg());
+        mark,
+    )
+}
+
+/// The running sums of each bucket set's buckets, their reduction to one sum per set and
+/// its conversion to Jacobian into `out`.
+fn window_sums(
+    dev: &Device,
+    parts: &[DevRegion<'_>; 2],
+    group: Group,
+    s: &Shape,
+    buckets: &DevRegion<'_>,
+    out: &DevRegion<'_>,
+    mark: &mut dyn FnMut(&'static str) -> Result<()>,
+) -> Result<()> {
+    let (nb, seg, nseg, sets) = (s.nb, s.seg(), s.nseg(), s.sets);
     launch::msm_segments(
         dev,
         group,
         Device::grid(sets as u64 * nseg as u64, group.block()),
-        &b.buckets,
+        buckets,
         nb,
         sets,
         seg,
-        &b.part_a,
+        &parts[0],
     )?;
     mark("segments")?;
-    let (mut src, mut dst) = (&b.part_a, &b.part_b);
+    let (mut src, mut dst) = (&parts[0], &parts[1]);
     let mut len = nseg;
     while len > 1 {
         let k = REDUCE_K.min(len);
@@ -441,11 +549,7 @@ fn enqueue_shape(
     }
     mark("reduce")?;
     launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, out, sets)?;
-    mark("to_jacobian")?;
-    if let Some(p) = prof {
-        p.report()?;
-    }
-    Ok(())
+    mark("to_jacobian")
 }
 
 /// The points a bucket accumulation reads: `bases[base_idx[j]]` (or `bases[j]`) for the
@@ -468,11 +572,13 @@ fn accumulate_buckets(
     starts: &DevRegion<'_>,
     m: usize,
     threads: usize,
+    add: bool,
     buckets: &DevRegion<'_>,
     partials: (&DevRegion<'_>, &DevRegion<'_>),
     mark: &mut dyn FnMut(&'static str) -> Result<()>,
 ) -> Result<()> {
     let (m32, t32, (first, last)) = (m as u32, threads as u32, partials);
+    let add = u32::from(add);
     let min_k = ACC_MIN_K as u32;
     // The kernels spread starts[m] entries over at most `threads` threads (K >= the
     // entries / threads): first/last hold `threads` points each.
@@ -487,6 +593,7 @@ fn accumulate_buckets(
         m32,
         t32,
         min_k,
+        add,
         buckets,
         first,
         last,
@@ -500,6 +607,7 @@ fn accumulate_buckets(
         m32,
         t32,
         min_k,
+        add,
         first,
         last,
         buckets,
