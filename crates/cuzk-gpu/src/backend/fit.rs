@@ -169,6 +169,17 @@ impl GpuBackend {
         self.slots.unmade() as u64 * fit.slot_bytes(&costs) + grow
     }
 
+    /// Device bytes the shared prove arena may take now: the budget less the SRSs,
+    /// matrices and slots held and the slots the chosen mode still has to make.
+    pub(super) fn arena_room(&self) -> u64 {
+        let unmade = self.fit_costs().map_or(0, |(fit, costs)| {
+            self.slots.unmade() as u64 * fit.slot_bytes(&costs)
+        });
+        let held = self.srs.bytes() + self.matrices.bytes() + self.slots.device_bytes();
+        self.vram_budget_bytes()
+            .saturating_sub(held.saturating_add(unmade))
+    }
+
     /// Fails unless `bytes` more fit the budget now.
     ///
     /// # Errors

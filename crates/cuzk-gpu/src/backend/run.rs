@@ -112,16 +112,14 @@ impl GpuBackend {
 
     /// The plan of a prove. With the SRS streamed, the H sum keeps its buckets across its
     /// chunks at the widest of [`H_ACC_WIDTHS`] (no wider than the cost model's width for
-    /// the whole query) whose plan fits what the budget leaves the shared arena now; else
-    /// it reduces them per chunk, as the mode's byte counts assume.
+    /// the whole query) whose plan fits what the budget leaves the shared arena now (the
+    /// slots the mode still has to make kept free); else it reduces them per chunk, as the
+    /// mode's byte counts assume.
     fn plan(&self, shape: &SlotShape, n_h: usize, resident: Option<&ResidentSrs>) -> ProvePlan {
         let (hints, packed) = (self.hints(shape), self.packed_max());
         let placement = self.placement(shape, n_h, resident);
         if let (Placement::Streamed { chunk, .. }, true) = (placement, !tuning().no_h_acc) {
-            let others = self
-                .vram_used_bytes()
-                .saturating_sub(self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed));
-            let room = self.vram_budget_bytes().saturating_sub(others);
+            let room = self.arena_room();
             let widest = window_bits(n_h.max(1));
             for c in H_ACC_WIDTHS.into_iter().filter(|&c| c <= widest) {
                 let h_acc = Some(c);
