@@ -12,7 +12,7 @@
 #   4. Synthesis is a value, not a process-wide mode (#31): cuzk-groth16 keeps no mutable
 #      state in statics or thread-locals (recorded shapes, budgets, deferral, paths and
 #      pool gates belong to a `Synthesizer`). The one exception is the counter that gives
-#      each recording a unique id (recorded.rs `NEXT`), an id generator and no state.
+#      each recording a unique id (matrices.rs `NEXT`), an id generator and no state.
 set -u
 cd "$(dirname "$0")/.."
 bad=0
@@ -74,7 +74,7 @@ done
 # A static of a type that holds mutable state, `static mut`, or a thread-local.
 state='\bthread_local!|\bstatic\s+mut\b|^\s*(pub(\([^)]*\))?\s+)?static\s+[A-Za-z_][A-Za-z0-9_]*\s*:\s*(std::sync::)?(OnceLock|OnceCell|LazyLock|Lazy|Atomic[A-Za-z0-9]*|Mutex|RwLock|Cell|RefCell)\b'
 statics=$(grep -rnE "$state" crates/cuzk-groth16/src |
-  grep -vE '^crates/cuzk-groth16/src/recorded\.rs:[0-9]+:\s*static NEXT: AtomicU64' || true)
+  grep -vE '^crates/cuzk-groth16/src/matrices\.rs:[0-9]+:\s*static NEXT: AtomicU64' || true)
 [ -z "$statics" ] || fail "cuzk-groth16 keeps process-wide state (synthesis belongs to a Synthesizer): $statics"
 
 [ "$bad" = 0 ] && echo "invariants: unsafe code in cuzk-gpu's device layer only, protobuf in cuzk-server only, dependencies one way, no process-wide synthesis state"

@@ -17,6 +17,7 @@ pub mod backend;
 pub mod compare;
 pub mod cpu;
 pub mod kind;
+pub mod matrices;
 pub mod paramgen;
 pub mod pool_gate;
 pub mod prover;
