@@ -13,6 +13,8 @@
 #      state in statics or thread-locals (recorded shapes, budgets, deferral, paths and
 #      pool gates belong to a `Synthesizer`). The one exception is the counter that gives
 #      each recording a unique id (matrices.rs `NEXT`), an id generator and no state.
+#   5. docs/architecture.md is a short code map: a section per crate, none past ten
+#      non-blank lines.
 set -u
 cd "$(dirname "$0")/.."
 bad=0
@@ -77,5 +79,15 @@ statics=$(grep -rnE "$state" crates/cuzk-groth16/src |
   grep -vE '^crates/cuzk-groth16/src/matrices\.rs:[0-9]+:\s*static NEXT: AtomicU64' || true)
 [ -z "$statics" ] || fail "cuzk-groth16 keeps process-wide state (synthesis belongs to a Synthesizer): $statics"
 
-[ "$bad" = 0 ] && echo "invariants: unsafe code in cuzk-gpu's device layer only, protobuf in cuzk-server only, dependencies one way, no process-wide synthesis state"
+# The code map: one section per crate, none past ten non-blank lines (the long form is
+# docs/internals.md).
+for dir in crates/*/; do
+  name=$(basename "$dir")
+  grep -q "^## crates/$name:" docs/architecture.md || fail "docs/architecture.md has no section for $name"
+done
+long=$(awk '/^## /{ if (n > 10) print name; name = $0; n = 0; next }
+            name && NF { n++ } END { if (n > 10) print name }' docs/architecture.md)
+[ -z "$long" ] || fail "docs/architecture.md sections past ten lines: $long"
+
+[ "$bad" = 0 ] && echo "invariants: unsafe code in cuzk-gpu's device layer only, protobuf in cuzk-server only, dependencies one way, no process-wide synthesis state, a short code map"
 exit "$bad"
