@@ -312,8 +312,9 @@ fn tree_d_inclusion<CS: ConstraintSystem<Fr>>(
 }
 
 /// `Sha256Function::hash_multi_leaf_circuit`: each node's bits in storage-proofs' bit
-/// numbering, SHA-256, and the digest's first 254 bits packed in the same numbering.
-fn hash_nodes<CS: ConstraintSystem<Fr>>(
+/// numbering, SHA-256, and the digest's first 254 bits packed in the same numbering. Also
+/// SnapDeals' tree-D levels (`snap/mirror.rs`).
+pub(crate) fn hash_nodes<CS: ConstraintSystem<Fr>>(
     cs: &mut CS,
     nodes: &[AllocatedNum<Fr>],
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {

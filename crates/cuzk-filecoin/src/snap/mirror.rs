@@ -14,7 +14,10 @@ use ff::{Field, PrimeField, PrimeFieldBits};
 use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::MerkleTreeTrait;
 use neptune::circuit::poseidon_hash;
-use storage_proofs_core::gadgets::{insertion::select, por::por_no_challenge_input};
+use storage_proofs_core::gadgets::insertion::{insert, select};
+use storage_proofs_core::gadgets::por::por_no_challenge_input;
+
+use crate::native::challenge::hash_nodes;
 use storage_proofs_update::constants::{
     hs, TreeD, TreeDHasher, TreeRHasher, POSEIDON_CONSTANTS_GEN_RANDOMNESS,
 };
@@ -205,6 +208,7 @@ pub(super) fn synthesize_challenge<Tree, CS>(
     circuit: &EmptySectorUpdateCircuit<Tree>,
     prefix: &Prefix,
     c_index: usize,
+    native: bool,
 ) -> Result<(), SynthesisError>
 where
     Tree: MerkleTreeTrait<Hasher = TreeRHasher>,
@@ -321,6 +325,15 @@ where
             .map(|sibling| vec![sibling])
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if native {
+        return tree_d_por_native(
+            cs,
+            c_bits_to_apex_leaf,
+            leaf_d_new,
+            path_to_apex_leaf,
+            &apex_leaf,
+        );
+    }
     por_no_challenge_input::<TreeD, _>(
         cs.namespace(|| format!("por to_apex_leaf (c_index={c_index})")),
         c_bits_to_apex_leaf,
@@ -328,6 +341,34 @@ where
         path_to_apex_leaf,
         apex_leaf,
     )
+}
+
+/// `por_no_challenge_input::<TreeD, _>` for witness-only systems: the same allocations
+/// level by level (the index bit given, the sibling, `insert`), the SHA-256 of each level
+/// through the native mirror (`native::challenge::hash_nodes`, no linear combination
+/// built), then the root's equality. Most of a challenge's constraints are these levels.
+fn tree_d_por_native<CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    bits: Vec<AllocatedBit>,
+    leaf: AllocatedNum<Fr>,
+    path: Vec<Vec<AllocatedNum<Fr>>>,
+    root: &AllocatedNum<Fr>,
+) -> Result<(), SynthesisError> {
+    if bits.len() != path.len() || path.iter().any(|s| s.len() != 1) {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    let mut cur = leaf;
+    for (bit, siblings) in bits.into_iter().zip(path) {
+        let pair = insert(&mut *cs, &cur, &[Boolean::from(bit)], &siblings)?;
+        cur = hash_nodes(&mut *cs, &pair)?;
+    }
+    cs.enforce(
+        || "calculated root == provided root",
+        |lc| lc + cur.get_variable(),
+        |lc| lc + CS::one(),
+        |lc| lc + root.get_variable(),
+    );
+    Ok(())
 }
 
 /// `(2^0·bits[0] + … + 2^(n−1)·bits[n−1]) · 1 = num`.

@@ -249,8 +249,10 @@ impl<Tree: MerkleTreeTrait<Hasher = TreeRHasher>> Circuit<Fr> for UpdateMirror<'
             Span::Challenge(_) => return Err(SynthesisError::Unsatisfiable),
             Span::All => 0..prefix.generated_bits.len(),
         };
+        // A replayed prefix means a witness-only system: the tree-D levels go native.
+        let native = self.replay.is_some();
         for c_index in challenges {
-            synthesize_challenge::<Tree, _>(cs, self.circuit, &prefix, c_index)?;
+            synthesize_challenge::<Tree, _>(cs, self.circuit, &prefix, c_index, native)?;
         }
         Ok(())
     }
