@@ -162,15 +162,8 @@ impl SumPlan {
             0
         };
         if self.acc.is_some() {
-            let most = |f: &dyn Fn(&Shape) -> usize| {
-                ACC_WIDTHS
-                    .iter()
-                    .map(|&c| f(&Shape::plain(c)))
-                    .max()
-                    .unwrap_or(0)
-            };
-            let sort = most(&|s| accumulate_scratch_bytes(s, g, n));
-            let sums = most(&|s| window_sums_scratch_bytes(s, g));
+            let sort = most_of_acc_widths(|s| accumulate_scratch_bytes(s, g, n));
+            let sums = most_of_acc_widths(|s| window_sums_scratch_bytes(s, g));
             let ones = batch_reduce_scratch_bytes(g, batch_parts(g));
             return classify_scratch_bytes(n) + packed + sort + sums + ones;
         }
@@ -188,12 +181,7 @@ impl SumPlan {
         if !self.split {
             return buckets_bytes(&self.shape(), g);
         }
-        let buckets = ACC_WIDTHS
-            .iter()
-            .map(|&c| buckets_bytes(&Shape::plain(c), g))
-            .max()
-            .unwrap_or(0);
-        self.parts_bytes() + buckets
+        self.parts_bytes() + most_of_acc_widths(|s| buckets_bytes(s, g))
     }
 
     /// Bytes of a split sum's ones' partial sums in its accumulators (0 for H).
@@ -466,6 +454,16 @@ fn horner_g2(c: u32, raw: &[u8]) -> G2Projective {
 /// and 8 for a few others. The widths between leave the top window under 8 bits (see
 /// `window_bits`).
 const ACC_WIDTHS: [u32; 2] = [8, 13];
+
+/// The largest `f` of the plain shapes of [`ACC_WIDTHS`]: what a split sum's accumulators
+/// and scratch are sized for, whatever width the counts give it.
+fn most_of_acc_widths(f: impl Fn(&Shape) -> usize) -> usize {
+    ACC_WIDTHS
+        .iter()
+        .map(|&c| f(&Shape::plain(c)))
+        .max()
+        .unwrap_or(0)
+}
 
 /// The width of [`ACC_WIDTHS`] the cost model picks for `expect` others in all chunks.
 fn acc_bits(expect: usize) -> u32 {

@@ -22,7 +22,7 @@ use crate::device::arena::{DevRegion, VramArena};
 use crate::device::layout::{as_bytes, FR_BYTES};
 use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
-use crate::ops::msm::window_bits;
+use crate::ops::msm::{widths, window_bits};
 use crate::ops::ntt::NttPlan;
 use crate::ops::sparse::products_enqueue;
 use crate::tuning::tuning;
@@ -31,12 +31,6 @@ use crate::tuning::tuning;
 /// quotient's coefficients) and the first B sum: by then the upload is done, and the
 /// compute stream does not wait for it.
 const B_LEAD: usize = 2;
-
-/// Bucket widths of a streamed H sum that keeps its buckets across chunks, widest first
-/// (those whose top window holds at least 8 bits, see `window_bits`). At 2^27 points c = 20
-/// makes 13 windows instead of 16: 19% fewer additions, for 1.31 GB of buckets; c = 16
-/// takes 101 MB.
-const H_ACC_WIDTHS: [u32; 5] = [20, 19, 16, 13, 8];
 
 /// The stage each query's sum is timed and failed as.
 fn stage_of(q: Query) -> ProveStage {
@@ -111,8 +105,8 @@ impl GpuBackend {
     }
 
     /// The plan of a prove. With the SRS streamed, the H sum keeps its buckets across its
-    /// chunks at the widest of [`H_ACC_WIDTHS`] (no wider than the cost model's width for
-    /// the whole query) whose plan fits what the budget leaves the shared arena now (the
+    /// chunks at the widest MSM width (`msm::widths`, no wider than the cost model's width
+    /// for the whole query) whose plan fits what the budget leaves the shared arena now (the
     /// slots the mode still has to make kept free); else it reduces them per chunk, as the
     /// mode's byte counts assume.
     fn plan(&self, shape: &SlotShape, n_h: usize, resident: Option<&ResidentSrs>) -> ProvePlan {
@@ -121,7 +115,9 @@ impl GpuBackend {
         if let (Placement::Streamed { chunk, .. }, true) = (placement, !tuning().no_h_acc) {
             let room = self.arena_room();
             let widest = window_bits(n_h.max(1));
-            for c in H_ACC_WIDTHS.into_iter().filter(|&c| c <= widest) {
+            // At 2^27 points c = 20 makes 13 windows instead of 16: 19% fewer additions,
+            // for 1.31 GB of buckets; c = 16 takes 101 MB.
+            for c in widths().rev().filter(|&c| c <= widest) {
                 let h_acc = Some(c);
                 let plan = ProvePlan::new(
                     shape,

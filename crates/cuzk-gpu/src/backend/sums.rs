@@ -269,7 +269,7 @@ impl Split {
             })?;
         }
         if acc.last {
-            batch_reduce_enqueue(dev, scratch, g, &acc.parts, batch_parts(g), &out.ones)?;
+            batch_reduce_enqueue(dev, scratch, g, &acc.parts, parts, &out.ones)?;
             msm_window_sums_enqueue(dev, scratch, g, &shape, &acc.buckets, &out.windows)?;
         }
         Ok(())

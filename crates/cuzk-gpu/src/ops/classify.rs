@@ -13,7 +13,7 @@ use crate::device::launch;
 use crate::device::layout::{self, FR_BYTES};
 use crate::device::Device;
 use crate::error::{GpuError, Result};
-use crate::ops::msm::{scan_exclusive, scan_scratch_bytes, Group};
+use crate::ops::msm::{reduce_rows, scan_exclusive, scan_scratch_bytes, Group};
 
 /// Threads per block of the classification kernels (CLASSIFY_THREADS in classify.cu).
 const CLASSIFY_THREADS: u32 = 1024;
@@ -336,9 +336,8 @@ pub fn batch_reduce_enqueue(
     reduce_partials(dev, group, parts, nparts, [&a, &b], out)
 }
 
-/// Reduces the `len` XYZZ points at `src` by factors of REDUCE_K, alternating between
-/// `bufs` (the second may be `src`: it is written only once the first level has read it),
-/// and converts the sum to Jacobian into `out`.
+/// Sums the `len` XYZZ points at `src` ([`reduce_rows`] through `bufs`) and converts the
+/// sum to Jacobian into `out`.
 fn reduce_partials(
     dev: &Device,
     group: Group,
@@ -347,27 +346,8 @@ fn reduce_partials(
     bufs: [&DevRegion<'_>; 2],
     out: &DevRegion<'_>,
 ) -> Result<()> {
-    let mut src = src;
-    let mut len = len.max(1) as u32;
-    let mut next = 0;
-    while len > 1 {
-        let k = crate::ops::msm::REDUCE_K.min(len);
-        let out_len = len.div_ceil(k);
-        launch::sum_groups(
-            dev,
-            group,
-            Device::grid(out_len as u64, group.block()),
-            src,
-            1,
-            len,
-            k,
-            bufs[next],
-        )?;
-        src = bufs[next];
-        next ^= 1;
-        len = out_len;
-    }
-    launch::to_jacobian(dev, group, Device::grid(1, 32), src, out, 1)
+    let sum = reduce_rows(dev, group, src, 1, len as u32, bufs)?;
+    launch::to_jacobian(dev, group, Device::grid(1, 32), sum, out, 1)
 }
 
 /// [`batch_add_enqueue`] in G1 over all n points, waiting for the result (checks).

@@ -75,11 +75,16 @@ impl Group {
 /// sizes.
 pub fn window_bits(n: usize) -> u32 {
     tuning().msm_window_bits.unwrap_or_else(|| {
-        (8u32..=20)
-            .filter(|&c| top_window_bits(c) >= 8)
+        widths()
             .min_by_key(|&c| modelled_additions(n, c, windows(c)))
             .unwrap_or(16)
     })
+}
+
+/// The window widths an MSM may take: those in 8..=20 whose top window holds at least 8
+/// bits (8, 13, 16, 19, 20; see [`window_bits`]), narrowest first.
+pub(crate) fn widths() -> impl DoubleEndedIterator<Item = u32> {
+    (8u32..=20).filter(|&c| top_window_bits(c) >= 8)
 }
 
 /// Windows of c bits in a 256-bit scalar.
@@ -529,27 +534,43 @@ fn window_sums(
         &parts[0],
     )?;
     mark("segments")?;
-    let (mut src, mut dst) = (&parts[0], &parts[1]);
-    let mut len = nseg;
+    let src = reduce_rows(dev, group, &parts[0], sets, nseg, [&parts[1], &parts[0]])?;
+    mark("reduce")?;
+    launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, out, sets)?;
+    mark("to_jacobian")
+}
+
+/// Reduces `rows` rows of `len` XYZZ points at `src` to one point per row by factors of
+/// REDUCE_K, alternating between `bufs` (the second may be `src`: it is written only once
+/// the first level has read it); returns the region holding the sums (`src` when `len`
+/// is at most 1).
+pub(crate) fn reduce_rows<'r>(
+    dev: &Device,
+    group: Group,
+    src: &'r DevRegion<'r>,
+    rows: u32,
+    len: u32,
+    bufs: [&'r DevRegion<'r>; 2],
+) -> Result<&'r DevRegion<'r>> {
+    let (mut src, mut len, mut next) = (src, len.max(1), 0);
     while len > 1 {
         let k = REDUCE_K.min(len);
         let out_len = len.div_ceil(k);
         launch::sum_groups(
             dev,
             group,
-            Device::grid(sets as u64 * out_len as u64, group.block()),
+            Device::grid(rows as u64 * out_len as u64, group.block()),
             src,
-            sets,
+            rows,
             len,
             k,
-            dst,
+            bufs[next],
         )?;
-        std::mem::swap(&mut src, &mut dst);
+        src = bufs[next];
+        next ^= 1;
         len = out_len;
     }
-    mark("reduce")?;
-    launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, out, sets)?;
-    mark("to_jacobian")
+    Ok(src)
 }
 
 /// The points a bucket accumulation reads: `bases[base_idx[j]]` (or `bases[j]`) for the
