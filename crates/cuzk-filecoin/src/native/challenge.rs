@@ -303,18 +303,29 @@ fn tree_d_inclusion<CS: ConstraintSystem<Fr>>(
             .iter()
             .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
             .collect::<Result<Vec<_>, _>>()?;
-        let pair = insert(cs, &cur, &[bit], &siblings)?;
-        cur = hash_nodes(cs, &pair)?;
+        cur = tree_d_level(cs, &cur, bit, &siblings)?;
     }
     multipack::pack_into_inputs(&mut *cs, &index_bits)?;
     constraint::equal(cs, || "tree d root", &cur, root);
     Ok(cur)
 }
 
+/// One level of a tree-D path as `PoRCircuit` and `por_no_challenge_input` walk it: `cur`
+/// and its sibling put in order by the index bit (`insert`), then their SHA-256 node hash
+/// ([`hash_nodes`]). Also SnapDeals' levels to the apex leaf (`snap/mirror.rs`).
+pub(crate) fn tree_d_level<CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    cur: &AllocatedNum<Fr>,
+    bit: Boolean,
+    sibling: &[AllocatedNum<Fr>],
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let pair = insert(&mut *cs, cur, &[bit], sibling)?;
+    hash_nodes(cs, &pair)
+}
+
 /// `Sha256Function::hash_multi_leaf_circuit`: each node's bits in storage-proofs' bit
-/// numbering, SHA-256, and the digest's first 254 bits packed in the same numbering. Also
-/// SnapDeals' tree-D levels (`snap/mirror.rs`).
-pub(crate) fn hash_nodes<CS: ConstraintSystem<Fr>>(
+/// numbering, SHA-256, and the digest's first 254 bits packed in the same numbering.
+fn hash_nodes<CS: ConstraintSystem<Fr>>(
     cs: &mut CS,
     nodes: &[AllocatedNum<Fr>],
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {

@@ -14,10 +14,10 @@ use ff::{Field, PrimeField, PrimeFieldBits};
 use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::MerkleTreeTrait;
 use neptune::circuit::poseidon_hash;
-use storage_proofs_core::gadgets::insertion::{insert, select};
+use storage_proofs_core::gadgets::insertion::select;
 use storage_proofs_core::gadgets::por::por_no_challenge_input;
 
-use crate::native::challenge::hash_nodes;
+use crate::native::challenge::tree_d_level;
 use storage_proofs_update::constants::{
     hs, TreeD, TreeDHasher, TreeRHasher, POSEIDON_CONSTANTS_GEN_RANDOMNESS,
 };
@@ -345,7 +345,7 @@ where
 
 /// `por_no_challenge_input::<TreeD, _>` for witness-only systems: the same allocations
 /// level by level (the index bit given, the sibling, `insert`), the SHA-256 of each level
-/// through the native mirror (`native::challenge::hash_nodes`, no linear combination
+/// through the native mirror (`native::challenge::tree_d_level`, no linear combination
 /// built), then the root's equality. Most of a challenge's constraints are these levels.
 fn tree_d_por_native<CS: ConstraintSystem<Fr>>(
     cs: &mut CS,
@@ -359,8 +359,7 @@ fn tree_d_por_native<CS: ConstraintSystem<Fr>>(
     }
     let mut cur = leaf;
     for (bit, siblings) in bits.into_iter().zip(path) {
-        let pair = insert(&mut *cs, &cur, &[Boolean::from(bit)], &siblings)?;
-        cur = hash_nodes(&mut *cs, &pair)?;
+        cur = tree_d_level(&mut *cs, &cur, Boolean::from(bit), &siblings)?;
     }
     cs.enforce(
         || "calculated root == provided root",
