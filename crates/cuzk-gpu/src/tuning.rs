@@ -36,10 +36,11 @@ pub struct GpuTuning {
     /// points take chunks of a whole chunk buffer, two ring slots (`CUZK_GPU_WIDE_SPLIT=0|1`);
     /// default: `backend::plan`'s choice. For measuring the ring with either.
     pub wide_split: Option<bool>,
-    /// Whether a streamed H sum reduces its buckets per chunk instead of keeping them
-    /// across its chunks where the budget has room (`CUZK_GPU_H_ACC=0|off`). For measuring
-    /// the accumulators; default: kept.
-    pub no_h_acc: bool,
+    /// The bucket width of a streamed H sum that keeps its buckets across its chunks
+    /// (`CUZK_GPU_H_ACC=c`, one of 8, 13, 16, 19, 20), `Some(0)`: reduced per chunk
+    /// (`CUZK_GPU_H_ACC=0|off`). For measuring the accumulators; default: kept at the
+    /// chunk's own width where the budget has room.
+    pub h_acc: Option<u32>,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
     pub nvrtc_options: Vec<String>,
@@ -51,7 +52,7 @@ impl GpuTuning {
     /// `self` with the knobs the environment sets replaced: `CUZK_GPU_MSM_C=c`,
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
     /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_GPU_WIDE_SPLIT=0|1`,
-    /// `CUZK_GPU_H_ACC=0|off`,
+    /// `CUZK_GPU_H_ACC=0|off|c`,
     /// `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
@@ -80,8 +81,18 @@ impl GpuTuning {
         if let Some(path) = var("CUZK_GPU_TRACE").filter(|p| !p.is_empty()) {
             self.trace = Some(path.into());
         }
-        if matches!(var("CUZK_GPU_H_ACC").as_deref(), Some("0") | Some("off")) {
-            self.no_h_acc = true;
+        match var("CUZK_GPU_H_ACC").as_deref() {
+            Some("0") | Some("off") => self.h_acc = Some(0),
+            Some(c) => {
+                if let Some(c) = c
+                    .parse()
+                    .ok()
+                    .filter(|c| crate::ops::msm::widths().any(|w| w == *c))
+                {
+                    self.h_acc = Some(c);
+                }
+            }
+            None => {}
         }
         match var("CUZK_GPU_WIDE_SPLIT").as_deref() {
             Some("1") => self.wide_split = Some(true),
@@ -144,7 +155,11 @@ mod tests {
         );
         assert_eq!(t.nvrtc_options, ["-DA=1", "-DB"]);
         assert_eq!(t.wide_split, Some(false));
-        assert!(t.no_h_acc);
+        assert_eq!(t.h_acc, Some(0));
+        let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_H_ACC").then(|| "16".into()));
+        assert_eq!(t.h_acc, Some(16));
+        let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_H_ACC").then(|| "17".into()));
+        assert_eq!(t.h_acc, None, "not an MSM width");
     }
 
     #[test]

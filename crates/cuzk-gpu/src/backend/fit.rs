@@ -99,7 +99,11 @@ impl GpuBackend {
             lanes: self.lanes(shape, n_h, None),
             table: None,
         };
-        let streamed = Placement::Streamed { chunk, h_acc: None };
+        let streamed = Placement::Streamed {
+            chunk,
+            h_acc: None,
+            acc: self.cfg.stream_accumulators,
+        };
         let plan =
             |p| ProvePlan::new(shape, n_h, p, self.hints(shape), self.packed_max()).total as u64;
         Costs {

@@ -73,6 +73,12 @@ pub enum Placement {
         /// accumulators, reduced once after the last; wider windows then cost no reduction
         /// per chunk), `None`: its window sums are reduced per chunk.
         h_acc: Option<u32>,
+        /// Whether sums streamed in several chunks keep accumulators: `None` where they
+        /// take no more device bytes than one chunk of the sum's bases (the large sums,
+        /// whose per-chunk reductions cost; at 2^10 they would outweigh the SRS),
+        /// `Some(true)` wherever (tests run the path on small circuits), `Some(false)`
+        /// never.
+        acc: Option<bool>,
     },
 }
 
@@ -181,13 +187,13 @@ impl SumPlan {
         if !self.split {
             return buckets_bytes(&self.shape(), g);
         }
-        self.parts_bytes() + most_of_acc_widths(|s| buckets_bytes(s, g))
+        split_acc_bytes(g)
     }
 
     /// Bytes of a split sum's ones' partial sums in its accumulators (0 for H).
     fn parts_bytes(&self) -> usize {
         match self.split {
-            true => (batch_parts(self.group) * self.group.xyzz_bytes()).next_multiple_of(ALIGN),
+            true => parts_bytes(self.group),
             false => 0,
         }
     }
@@ -250,9 +256,9 @@ impl ProvePlan {
     ) -> ProvePlan {
         let lens = [n_h, shape.n_l, shape.n_a, shape.n_b, shape.n_b];
         let queries = [Query::H, Query::L, Query::A, Query::BG1, Query::BG2];
-        let (chunk_len, table) = match placement {
-            Placement::Resident { table, .. } => (usize::MAX, table),
-            Placement::Streamed { chunk, .. } => (chunk.max(1), None),
+        let (chunk_len, table, force_acc) = match placement {
+            Placement::Resident { table, .. } => (usize::MAX, table, Some(false)),
+            Placement::Streamed { chunk, acc, .. } => (chunk.max(1), None, acc),
         };
         let mut out_at = 0;
         let mut acc_at = 0;
@@ -277,11 +283,19 @@ impl ProvePlan {
             let chunk = n.min(per_chunk).max(1);
             let chunks = if n == 0 { 0 } else { n.div_ceil(chunk) };
             let split = query != Query::H;
+            let pays = |bytes: usize| {
+                chunks > 1 && force_acc.unwrap_or(bytes <= chunk * group.affine_bytes())
+            };
             let h_acc = match placement {
-                Placement::Streamed { h_acc, .. } if !split && chunks > 1 => h_acc,
+                Placement::Streamed { h_acc: Some(c), .. } if !split => {
+                    Some(c).filter(|&c| pays(buckets_bytes(&Shape::plain(c), group)))
+                }
                 _ => None,
             };
-            let accumulated = (split || h_acc.is_some()) && chunks > 1;
+            let accumulated = match split {
+                true => pays(split_acc_bytes(group)),
+                false => h_acc.is_some(),
+            };
             let table = table.filter(|t| query == Query::H && t.n == n);
             let c = match (table, split) {
                 (Some(t), _) => t.c,
@@ -465,6 +479,17 @@ fn most_of_acc_widths(f: impl Fn(&Shape) -> usize) -> usize {
         .unwrap_or(0)
 }
 
+/// Bytes of a split sum's ones' partial sums.
+fn parts_bytes(g: Group) -> usize {
+    (batch_parts(g) * g.xyzz_bytes()).next_multiple_of(ALIGN)
+}
+
+/// Bytes of a split sum's accumulators in `g`: its ones' partial sums, then the buckets
+/// for the widest of [`ACC_WIDTHS`], whatever width the counts give it.
+fn split_acc_bytes(g: Group) -> usize {
+    parts_bytes(g) + most_of_acc_widths(|s| buckets_bytes(s, g))
+}
+
 /// The width of [`ACC_WIDTHS`] the cost model picks for `expect` others in all chunks.
 fn acc_bits(expect: usize) -> u32 {
     ACC_WIDTHS
@@ -512,6 +537,7 @@ mod tests {
                 Placement::Streamed {
                     chunk: 1000,
                     h_acc: None,
+                    acc: None,
                 },
             ] {
                 let p = ProvePlan::new(&shape(lg), (1 << lg) - 1, placement, None, usize::MAX);
@@ -569,6 +595,7 @@ mod tests {
             Placement::Streamed {
                 chunk: 5000,
                 h_acc: None,
+                acc: None,
             },
             None,
             0,
@@ -589,7 +616,11 @@ mod tests {
             let p = ProvePlan::new(
                 &shape(lg),
                 (1 << lg) - 1,
-                Placement::Streamed { chunk, h_acc: None },
+                Placement::Streamed {
+                    chunk,
+                    h_acc: None,
+                    acc: None,
+                },
                 None,
                 0,
             );
@@ -612,13 +643,15 @@ mod tests {
 
     #[test]
     fn split_sums_in_several_chunks_keep_accumulators_sized_whatever_the_counts() {
-        // See: #26. Streamed in several chunks, L, A and B get accumulators, disjoint and
-        // inside `accs`; H and sums of one chunk (resident) have none.
-        let s = shape(20);
-        let plan = |placement, hints| ProvePlan::new(&s, (1 << 20) - 1, placement, hints, 0);
+        // See: #26. Streamed in several chunks of 2^19 points (2^20 for L, A, B in G1: 100
+        // MB of bases, more than their accumulators' 28 MB), L, A and B get accumulators,
+        // disjoint and inside `accs`; H and sums of one chunk (resident) have none.
+        let s = shape(23);
+        let plan = |placement, hints| ProvePlan::new(&s, (1 << 23) - 1, placement, hints, 0);
         let streamed = Placement::Streamed {
-            chunk: 1 << 16,
+            chunk: 1 << 19,
             h_acc: None,
+            acc: None,
         };
         let cold = plan(streamed, None);
         let mut spans = Vec::new();
@@ -654,12 +687,25 @@ mod tests {
         let r = plan(resident, None);
         assert!(r.sums.iter().all(|x| x.acc.is_none()));
         assert_eq!(r.accs.1, 0);
+        // Chunks of 2^12 points (393 KB): accumulators only where forced.
+        for (acc, want) in [(None, 0), (Some(false), 0), (Some(true), 4)] {
+            let small = Placement::Streamed {
+                chunk: 1 << 12,
+                h_acc: Some(13),
+                acc,
+            };
+            let p = plan(small, None);
+            let with: Vec<_> = p.sums.iter().filter(|x| x.acc.is_some()).collect();
+            assert_eq!(with.len(), want + usize::from(want > 0), "{acc:?}");
+            assert_eq!(p.accs.1 > 0, want > 0, "{acc:?}");
+        }
         // The H sum keeps its buckets when the placement says so, at that width: 13
-        // windows of 2^19 buckets in G1 at c = 20.
+        // windows of 2^19 buckets in G1 at c = 20 (forced: 1.3 GB is more than a chunk).
         let h_acc = plan(
             Placement::Streamed {
                 chunk: 1 << 16,
                 h_acc: Some(20),
+                acc: Some(true),
             },
             None,
         );
@@ -680,6 +726,7 @@ mod tests {
             Placement::Streamed {
                 chunk: 1 << 30,
                 h_acc: None,
+                acc: None,
             },
             None,
             0,
@@ -694,6 +741,7 @@ mod tests {
             Placement::Streamed {
                 chunk: 1 << 30,
                 h_acc: None,
+                acc: None,
             },
             hints,
             0,
@@ -706,6 +754,7 @@ mod tests {
             Placement::Streamed {
                 chunk: 1 << 30,
                 h_acc: None,
+                acc: None,
             },
             Some([0; 4]),
             0,

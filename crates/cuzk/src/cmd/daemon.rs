@@ -153,8 +153,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         trace: None,
         // Only `CUZK_GPU_WIDE_SPLIT` sets it, for measuring the ring.
         wide_split: None,
-        // Only `CUZK_GPU_H_ACC=0` sets it, for measuring the H sum's accumulators.
-        no_h_acc: false,
+        // Only `CUZK_GPU_H_ACC` sets it, for measuring the H sum's accumulators.
+        h_acc: None,
     };
     if !tuning.with_env().install() {
         tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");
