@@ -66,12 +66,13 @@ fn proves(b: &dyn Backend, srs: &Srs, asg: &Assignment, seed: u64) -> ProveRepor
     report
 }
 
-fn backend(dev: &Arc<Device>, residency: Residency, chunk: usize) -> GpuBackend {
+fn backend(dev: &Arc<Device>, residency: Residency, chunk: usize, acc: Option<bool>) -> GpuBackend {
     GpuBackend::with_config(
         dev.clone(),
         GpuBackendConfig {
             residency,
             stream_chunk_points: chunk,
+            stream_accumulators: acc,
             ..GpuBackendConfig::default()
         },
     )
@@ -103,15 +104,7 @@ fn gpu_proofs_verify_resident_and_streamed() {
             (Residency::Streamed, None),
             (Residency::Streamed, Some(true)),
         ] {
-            let b = GpuBackend::with_config(
-                dev.clone(),
-                GpuBackendConfig {
-                    residency,
-                    stream_chunk_points: chunk,
-                    stream_accumulators: acc,
-                    ..GpuBackendConfig::default()
-                },
-            );
+            let b = backend(&dev, residency, chunk, acc);
             let rep = proves(&b, &srs, &asg, seed);
             assert!(rep.token.is_some());
             assert!(rep.stage(ProveStage::TokenWait).is_some());
