@@ -12,6 +12,8 @@
 //                          (whole buckets directly, boundary-crossing ones as partials).
 //                          With `sorted` null the points are the bases in order.
 //   msm_fixup_{g}          one thread per bucket: adds the partials of crossing buckets.
+//   msm_bucket_add_{g}     one thread per bucket: a chunk's buckets added onto the sums of
+//                          a streamed MSM's earlier chunks (its accumulators).
 //   msm_segments_{g}       per bucket set, runs of SEG buckets: sum (b+1) B_b by running sums.
 //   sum_groups_{g}         reduce rows of partial sums by a factor K (repeat until 1).
 //   to_jacobian_{g}        the window sums to Jacobian; Horner over windows runs on the CPU.
@@ -155,23 +157,16 @@ extern "C" __global__ void scan_tile_apply(const u32* in, u32 m, const u32* tile
     if (blockIdx.x == 0 && threadIdx.x == 0) out[m] = tile_offs[gridDim.x];
 }
 
-// `add`: the buckets already hold sums (of earlier chunks of a streamed sum), and each run
-// is added to its bucket instead of replacing it; every bucket still has one writer.
 template <class F>
 __device__ __forceinline__ void flush_run(xyzz_t<F>& acc, u32 b, u32 bs, u32 be, u32 rb,
-                                          u32 re, u32 t, u32 add, xyzz_t<F>* buckets,
-                                          xyzz_t<F>* first, xyzz_t<F>* last) {
-    if (bs < rb) {
+                                          u32 re, u32 t, xyzz_t<F>* buckets, xyzz_t<F>* first,
+                                          xyzz_t<F>* last) {
+    if (bs < rb)
         first[t] = acc;
-    } else if (be > re) {
+    else if (be > re)
         last[t] = acc;
-    } else if (add) {
-        xyzz_t<F> sum = buckets[b];
-        sum.add(acc);
-        buckets[b] = sum;
-    } else {
+    else
         buckets[b] = acc;
-    }
     acc = xyzz_t<F>::inf();
 }
 
@@ -186,7 +181,7 @@ __device__ __forceinline__ u32 acc_k(u32 T, u32 threads, u32 min_k) {
 template <class F>
 __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* base_idx,
                                            const u32* sorted, const u32* starts, u32 m,
-                                           u32 threads, u32 min_k, u32 add, xyzz_t<F>* buckets,
+                                           u32 threads, u32 min_k, xyzz_t<F>* buckets,
                                            xyzz_t<F>* first, xyzz_t<F>* last) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 T = starts[m];
@@ -209,7 +204,7 @@ __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* 
     // the next non-empty bucket, which starts at p + 1.
     auto step = [&](u32 p) {
         if (p + 1 == be || p + 1 == re) {
-            flush_run(acc, b, bs, be, rb, re, t, add, buckets, first, last);
+            flush_run(acc, b, bs, be, rb, re, t, buckets, first, last);
             if (p + 1 < re) {
                 do {
                     b++;
@@ -253,25 +248,23 @@ __device__ __forceinline__ void accumulate(const affine_t<F>* bases, const u32* 
 
 // One thread per bucket: an empty bucket becomes infinity; one that crossed range
 // boundaries is last[t0] + first[t0 + 1] + ... + first[t1] (t0, t1: the ranges holding its
-// first and last entry); one inside a single range was written by the accumulation. With
-// `add` (see flush_run) an empty bucket keeps its sum and a crossing one is added to it.
+// first and last entry); one inside a single range was written by the accumulation.
 template <class F>
 __device__ __forceinline__ void fixup(const u32* starts, u32 m, u32 threads, u32 min_k,
-                                      u32 add, const xyzz_t<F>* first, const xyzz_t<F>* last,
+                                      const xyzz_t<F>* first, const xyzz_t<F>* last,
                                       xyzz_t<F>* buckets) {
     const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= m) return;
     const u32 K = acc_k(starts[m], threads, min_k);
     const u32 s = starts[b], e = starts[b + 1];
     if (s == e) {
-        if (!add) buckets[b] = xyzz_t<F>::inf();
+        buckets[b] = xyzz_t<F>::inf();
         return;
     }
     const u32 t0 = s / K, t1 = (e - 1) / K;
     if (t0 == t1) return;
     xyzz_t<F> acc = last[t0];
     for (u32 t = t0 + 1; t <= t1; t++) acc.add(first[t]);
-    if (add) acc.add(buckets[b]);
     buckets[b] = acc;
 }
 
@@ -319,27 +312,48 @@ __device__ __forceinline__ void to_jacobian(const xyzz_t<F>* in, jacobian_t<F>* 
 #ifndef ACC_G1_MIN_BLOCKS
 #define ACC_G1_MIN_BLOCKS 1
 #endif
+// dst[b] += src[b] for the m buckets: a chunk's buckets (every one written by the fixup,
+// infinity where empty) onto the earlier chunks' sums. Kept out of the accumulation: a
+// per-run addition there would run divergently, one warp lane at a time, for every run
+// that ends, and slow each step of the hot loop (2.1x at 8 points per bucket, #26).
+template <class F>
+__device__ __forceinline__ void bucket_add(const xyzz_t<F>* src, u32 m, xyzz_t<F>* dst) {
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= m) return;
+    const xyzz_t<F> s = src[b];
+    if (s.is_inf()) return;
+    xyzz_t<F> d = dst[b];
+    d.add(s);
+    dst[b] = d;
+}
+
 extern "C" __global__ void __launch_bounds__(128, ACC_G1_MIN_BLOCKS) msm_accumulate_g1(const g1_affine_t* bases, const u32* base_idx,
                                              const u32* sorted, const u32* starts, u32 m,
-                                             u32 threads, u32 min_k, u32 add, g1_xyzz_t* buckets,
+                                             u32 threads, u32 min_k, g1_xyzz_t* buckets,
                                              g1_xyzz_t* first, g1_xyzz_t* last) {
-    accumulate<fp_t>(bases, base_idx, sorted, starts, m, threads, min_k, add, buckets, first, last);
+    accumulate<fp_t>(bases, base_idx, sorted, starts, m, threads, min_k, buckets, first, last);
 }
 extern "C" __global__ void msm_accumulate_g2(const g2_affine_t* bases, const u32* base_idx,
                                              const u32* sorted, const u32* starts, u32 m,
-                                             u32 threads, u32 min_k, u32 add, g2_xyzz_t* buckets,
+                                             u32 threads, u32 min_k, g2_xyzz_t* buckets,
                                              g2_xyzz_t* first, g2_xyzz_t* last) {
-    accumulate<fp2_t>(bases, base_idx, sorted, starts, m, threads, min_k, add, buckets, first, last);
+    accumulate<fp2_t>(bases, base_idx, sorted, starts, m, threads, min_k, buckets, first, last);
 }
 extern "C" __global__ void msm_fixup_g1(const u32* starts, u32 m, u32 threads, u32 min_k,
-                                        u32 add, const g1_xyzz_t* first,
-                                        const g1_xyzz_t* last, g1_xyzz_t* buckets) {
-    fixup<fp_t>(starts, m, threads, min_k, add, first, last, buckets);
+                                        const g1_xyzz_t* first, const g1_xyzz_t* last,
+                                        g1_xyzz_t* buckets) {
+    fixup<fp_t>(starts, m, threads, min_k, first, last, buckets);
 }
 extern "C" __global__ void msm_fixup_g2(const u32* starts, u32 m, u32 threads, u32 min_k,
-                                        u32 add, const g2_xyzz_t* first,
-                                        const g2_xyzz_t* last, g2_xyzz_t* buckets) {
-    fixup<fp2_t>(starts, m, threads, min_k, add, first, last, buckets);
+                                        const g2_xyzz_t* first, const g2_xyzz_t* last,
+                                        g2_xyzz_t* buckets) {
+    fixup<fp2_t>(starts, m, threads, min_k, first, last, buckets);
+}
+extern "C" __global__ void msm_bucket_add_g1(const g1_xyzz_t* src, u32 m, g1_xyzz_t* dst) {
+    bucket_add<fp_t>(src, m, dst);
+}
+extern "C" __global__ void msm_bucket_add_g2(const g2_xyzz_t* src, u32 m, g2_xyzz_t* dst) {
+    bucket_add<fp2_t>(src, m, dst);
 }
 extern "C" __global__ void msm_segments_g1(const g1_xyzz_t* buckets, u32 nb, u32 nwin, u32 seg,
                                            g1_xyzz_t* partial) {

@@ -295,18 +295,22 @@ kernels! {
         out: Buf [(m as usize + 1) * 4], copy: OptBuf [m as usize * 4],
     );
     /// Load-balanced bucket accumulation: the sorted entries spread over `threads` threads
-    /// (at least `min_k` each) into m buckets (added to their sums with `add` != 0); the
-    /// buckets crossing threads go to the first/last partials (one per launched thread).
+    /// (at least `min_k` each) into m buckets; the buckets crossing threads go to the
+    /// first/last partials (one per launched thread).
     Msm msm_accumulate[group](
         bases: Buf, base_idx: OptBuf, sorted: OptBuf, starts: Buf [(m as usize + 1) * 4],
-        m: u32, threads: u32, min_k: u32, add: u32,
+        m: u32, threads: u32, min_k: u32,
         buckets: Buf [m as usize * group.xyzz_bytes()], first: Buf, last: Buf,
     );
-    /// Adds the thread partials of the buckets that cross threads (and, with `add`, keeps
-    /// the empty buckets' sums).
+    /// Adds the thread partials of the buckets that cross threads.
     Msm msm_fixup[group](
-        starts: Buf [(m as usize + 1) * 4], m: u32, threads: u32, min_k: u32, add: u32,
+        starts: Buf [(m as usize + 1) * 4], m: u32, threads: u32, min_k: u32,
         first: Buf, last: Buf, buckets: Buf [m as usize * group.xyzz_bytes()],
+    );
+    /// dst[b] += src[b] for m buckets (a chunk's onto a streamed MSM's accumulators).
+    Msm msm_bucket_add[group](
+        src: Buf [m as usize * group.xyzz_bytes()], m: u32,
+        dst: Buf [m as usize * group.xyzz_bytes()],
     );
     /// Per bucket set, runs of `seg` buckets: Σ (b + 1)·B_b by running sums.
     Msm msm_segments[group](

@@ -213,9 +213,13 @@ pub(crate) fn buckets_bytes(s: &Shape, group: Group) -> usize {
     s.buckets() * group.xyzz_bytes()
 }
 
-/// Scratch bytes [`msm_accumulate_enqueue`] takes for (at most) n points of shape `s`.
+/// Scratch bytes [`msm_accumulate_enqueue`] takes for (at most) n points of shape `s`:
+/// the sort's and the chunk's own buckets.
 pub(crate) fn accumulate_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
-    Scratch::measure(|sc| sort_bufs(sc, s, group, n).map(|_| ()))
+    Scratch::measure(|sc| {
+        sort_bufs(sc, s, group, n)?;
+        sc.alloc(buckets_bytes(s, group)).map(|_| ())
+    })
 }
 
 /// Scratch bytes [`msm_window_sums_enqueue`] takes for shape `s`.
@@ -363,7 +367,7 @@ fn enqueue_shape(
             None => Ok(()),
         }
     };
-    sort_accumulate(dev, &b, group, s, input, &buckets, false, &mut mark)?;
+    sort_accumulate(dev, &b, group, s, input, &buckets, &mut mark)?;
     window_sums(dev, &parts, group, s, &buckets, out, &mut mark)?;
     if let Some(p) = prof {
         p.report()?;
@@ -395,7 +399,17 @@ pub(crate) fn msm_accumulate_enqueue(
         )));
     }
     let b = sort_bufs(scratch, s, group, input.n)?;
-    sort_accumulate(dev, &b, group, s, input, buckets, true, &mut |_| Ok(()))
+    let chunk = scratch.alloc(buckets_bytes(s, group))?;
+    sort_accumulate(dev, &b, group, s, input, &chunk, &mut |_| Ok(()))?;
+    let m = s.buckets();
+    launch::msm_bucket_add(
+        dev,
+        group,
+        Device::grid(m as u64, group.block()),
+        &chunk,
+        m as u32,
+        buckets,
+    )
 }
 
 /// Enqueues the window sums of `buckets` (shape `s`) into `out`.
@@ -421,9 +435,8 @@ pub(crate) fn msm_window_sums_enqueue(
     window_sums(dev, &parts, group, s, buckets, out, &mut |_| Ok(()))
 }
 
-/// The sort of `input`'s digits by bucket and the accumulation into `buckets` (`add`:
-/// onto their sums).
-#[allow(clippy::too_many_arguments)]
+/// The sort of `input`'s digits by bucket and the accumulation into `buckets` (every
+/// one written: infinity where empty).
 fn sort_accumulate(
     dev: &Device,
     b: &SortBufs<'_>,
@@ -431,7 +444,6 @@ fn sort_accumulate(
     s: &Shape,
     input: &MsmInput<'_>,
     buckets: &DevRegion<'_>,
-    add: bool,
     mark: &mut dyn FnMut(&'static str) -> Result<()>,
 ) -> Result<()> {
     let (n, count) = (input.n, input.count);
@@ -504,7 +516,6 @@ fn sort_accumulate(
         &b.starts,
         m,
         s.acc_grid(n),
-        add,
         buckets,
         (&b.first, &b.last),
         mark,
@@ -593,13 +604,11 @@ fn accumulate_buckets(
     starts: &DevRegion<'_>,
     m: usize,
     threads: usize,
-    add: bool,
     buckets: &DevRegion<'_>,
     partials: (&DevRegion<'_>, &DevRegion<'_>),
     mark: &mut dyn FnMut(&'static str) -> Result<()>,
 ) -> Result<()> {
     let (m32, t32, (first, last)) = (m as u32, threads as u32, partials);
-    let add = u32::from(add);
     let min_k = ACC_MIN_K as u32;
     // The kernels spread starts[m] entries over at most `threads` threads (K >= the
     // entries / threads): first/last hold `threads` points each.
@@ -614,7 +623,6 @@ fn accumulate_buckets(
         m32,
         t32,
         min_k,
-        add,
         buckets,
         first,
         last,
@@ -628,7 +636,6 @@ fn accumulate_buckets(
         m32,
         t32,
         min_k,
-        add,
         first,
         last,
         buckets,
