@@ -37,7 +37,7 @@ pub struct GpuTuning {
     /// default: `backend::plan`'s choice. For measuring the ring with either.
     pub wide_split: Option<bool>,
     /// The bucket width of a streamed H sum that keeps its buckets across its chunks
-    /// (`CUZK_GPU_H_ACC=c`, one of 8, 13, 16, 19, 20), `Some(0)`: reduced per chunk
+    /// (`CUZK_GPU_H_ACC=c`, 8..=20 as `CUZK_GPU_MSM_C`), `Some(0)`: reduced per chunk
     /// (`CUZK_GPU_H_ACC=0|off`). For measuring the accumulators; default: kept at the
     /// chunk's own width where the budget has room.
     pub h_acc: Option<u32>,
@@ -84,11 +84,7 @@ impl GpuTuning {
         match var("CUZK_GPU_H_ACC").as_deref() {
             Some("0") | Some("off") => self.h_acc = Some(0),
             Some(c) => {
-                if let Some(c) = c
-                    .parse()
-                    .ok()
-                    .filter(|c| crate::ops::msm::widths().any(|w| w == *c))
-                {
+                if let Some(c) = c.parse().ok().filter(|c| (8..=20).contains(c)) {
                     self.h_acc = Some(c);
                 }
             }
@@ -158,7 +154,7 @@ mod tests {
         assert_eq!(t.h_acc, Some(0));
         let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_H_ACC").then(|| "16".into()));
         assert_eq!(t.h_acc, Some(16));
-        let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_H_ACC").then(|| "17".into()));
+        let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_H_ACC").then(|| "21".into()));
         assert_eq!(t.h_acc, None, "not an MSM width");
     }
 

@@ -14,10 +14,9 @@ use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::device::arena::DevRegion;
 use crate::device::kernels::KernelId;
-use crate::device::layout::{FR_BYTES, G1_AFFINE_BYTES};
+use crate::device::layout::{Group, FR_BYTES, G1_AFFINE_BYTES};
 use crate::device::Device;
 use crate::error::{drv, GpuError, Result};
-use crate::ops::msm::Group;
 
 /// How one kernel argument is passed: the Rust parameter, the value pushed, its C kind.
 pub(crate) trait KernelArg {

@@ -10,6 +10,7 @@ mod scan;
 mod streamed;
 mod table;
 
+pub use crate::device::layout::Group;
 pub use host::{msm_enqueue, msm_g1, msm_g2, MsmOut};
 
 pub(crate) use scan::{scan_exclusive, scan_scratch_bytes};
@@ -17,48 +18,11 @@ pub use streamed::{msm_streamed_g1, msm_streamed_g2};
 pub use table::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
 
 use crate::device::arena::{DevRegion, Scratch};
-use crate::device::layout::{self, FR_BYTES};
+use crate::device::layout::FR_BYTES;
 use crate::device::{launch, Device, PhaseTimer};
 use crate::error::{GpuError, Result};
 use crate::ops::classify::STRIDE_THREADS;
 use crate::tuning::tuning;
-
-/// Which group an MSM runs in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Group {
-    /// G1 over Fp.
-    G1,
-    /// G2 over Fp2.
-    G2,
-}
-
-impl Group {
-    /// Bytes of an affine base.
-    pub fn affine_bytes(self) -> usize {
-        match self {
-            Group::G1 => layout::G1_AFFINE_BYTES,
-            Group::G2 => layout::G2_AFFINE_BYTES,
-        }
-    }
-    /// Bytes of an XYZZ bucket.
-    pub fn xyzz_bytes(self) -> usize {
-        4 * self.affine_bytes() / 2
-    }
-    /// Bytes of a Jacobian result.
-    pub fn jacobian_bytes(self) -> usize {
-        match self {
-            Group::G1 => layout::G1_JACOBIAN_BYTES,
-            Group::G2 => layout::G2_JACOBIAN_BYTES,
-        }
-    }
-    /// Threads per block for point kernels: G2 uses about twice the registers.
-    pub(crate) fn block(self) -> u32 {
-        match self {
-            Group::G1 => 128,
-            Group::G2 => 64,
-        }
-    }
-}
 
 /// Window size in bits for n points: among the c in 8..=20 whose top window holds at least
 /// 8 bits (8, 13, 16, 19, 20), the one that minimises the modelled cost
