@@ -15,6 +15,9 @@
 #      each recording a unique id (matrices.rs `NEXT`), an id generator and no state.
 #   5. docs/architecture.md is a short code map: a section per crate, none past ten
 #      non-blank lines.
+#   6. cuzk-gpu's modules have no import circle (#31): tuning and error import no other
+#      module of the crate, device (the driver layer) none above it, ops (the kernels'
+#      host side) neither backend nor diag, backend not diag.
 set -u
 cd "$(dirname "$0")/.."
 bad=0
@@ -89,5 +92,18 @@ long=$(awk '/^## /{ if (n > 10) print name; name = $0; n = 0; next }
             name && NF { n++ } END { if (n > 10) print name }' docs/architecture.md)
 [ -z "$long" ] || fail "docs/architecture.md sections past ten lines: $long"
 
-[ "$bad" = 0 ] && echo "invariants: unsafe code in cuzk-gpu's device layer only, protobuf in cuzk-server only, dependencies one way, no process-wide synthesis state, a short code map"
+# cuzk-gpu's floors: tuning, error < device < ops < backend < diag.
+gpu=crates/cuzk-gpu/src
+floor_imports() { # FILES... PATTERN: `crate::` paths of the named modules, comments aside
+  local pat=$1
+  shift
+  grep -nE "crate::($pat)\b" "$@" 2>/dev/null | grep -vE '^[^:]+:[0-9]+:\s*//' || true
+}
+up=$(floor_imports 'device|ops|backend|diag' "$gpu/tuning.rs" "$gpu/error.rs")
+up+=$(floor_imports 'ops|backend|diag' $(find "$gpu/device" -name '*.rs'))
+up+=$(floor_imports 'backend|diag' $(find "$gpu/ops" -name '*.rs'))
+up+=$(floor_imports 'diag' $(find "$gpu/backend" -name '*.rs'))
+[ -z "$up" ] || fail "cuzk-gpu imports up its floors (tuning, error < device < ops < backend < diag): $up"
+
+[ "$bad" = 0 ] && echo "invariants: unsafe code in cuzk-gpu's device layer only, protobuf in cuzk-server only, dependencies one way, no process-wide synthesis state, a short code map, no import circle in cuzk-gpu"
 exit "$bad"

@@ -286,21 +286,23 @@ quiet_small() {
 # 3090/4090, an RTX 4080/5070 Ti; plain cuMemAlloc, as Curio's own GPU tasks on a shared
 # card), then SMALL_COUNT (4) whole 32 GiB PoRep proofs from 2 clients with the default
 # config, the budget being what was free at start less 1 GiB. SMALL_CASES, when set,
-# replaces SMALL_KEEP with cases BUILD@KEEP[@CHUNK] run in that order (BUILD: OLD or NEW;
-# CHUNK: [gpu] stream_chunk_points), e.g. "OLD@24 NEW@24 NEW@24@8388608". A build that
+# replaces SMALL_KEEP with cases BUILD@KEEP[@CHUNK[@VAR=VALUE]] run in that order (BUILD:
+# OLD or NEW; CHUNK: [gpu] stream_chunk_points, may be empty; VAR=VALUE: one environment
+# variable for the run, e.g. a CUZK_GPU_* tuning knob), e.g. "OLD@24 NEW@24@8388608
+# NEW@16@@CUZK_GPU_WIDE_SPLIT=0". A build that
 # traces (CUZK_GPU_TRACE) leaves trace-CASE.jsonl, summarized by bench/trace.py. After
 # params32.
 part_small() {
-  local n=${SMALL_COUNT:-4} case cases bin build keep chunk name h watch cfg
+  local n=${SMALL_COUNT:-4} case cases bin build keep chunk var name h watch cfg
   cases=${SMALL_CASES:-$(for k in ${SMALL_KEEP:-24 16}; do printf 'NEW@%s ' "$k"; done)}
   for case in $cases; do
-    IFS=@ read -r build keep chunk <<< "$case"
+    IFS=@ read -r build keep chunk var <<< "$case"
     case $build in OLD) bin=$OLD/cuzk ;; *) bin=$NEW/cuzk ;; esac
-    name=$(echo "$case" | tr '@' '-')
+    name=$(echo "$case" | tr '@=' '--')
     cfg=$OUT/small-$name.toml
     : > "$cfg"
     [ -n "$chunk" ] && printf '[gpu]\nstream_chunk_points = %s\n' "$chunk" > "$cfg"
-    t "$n whole 32 GiB PoRep proofs, all but $keep GiB of VRAM held by another process ($build $(commit "${bin%/cuzk}")${chunk:+, $chunk-point chunks})"
+    t "$n whole 32 GiB PoRep proofs, all but $keep GiB of VRAM held by another process ($build $(commit "${bin%/cuzk}")${chunk:+, $chunk-point chunks}${var:+, $var})"
     rm -f "$OUT/hold-$keep.json" "$OUT/trace-$name.jsonl"
     python3 bench/hold_vram.py "$keep" > "$OUT/hold-$keep.json" &
     h=$!
@@ -310,7 +312,7 @@ part_small() {
     memwatch "$OUT/mem-small-$name.log" &
     watch=$!
     CUZK_GPU_TRACE=$OUT/trace-$name.jsonl RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info \
-      timeout -k 10 "${SMALL_TIMEOUT:-280}" \
+      env ${var:+"$var"} timeout -k 10 "${SMALL_TIMEOUT:-280}" \
       "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
       --param-dir /tmp/p32 --config "$cfg" --timeline "$OUT/timeline-small-$name.svg" 2>&1 |
       quiet_small | cut -c1-3000 | tee "$OUT/batch-small-$name.log"

@@ -32,6 +32,15 @@ pub struct GpuTuning {
     /// chunk copies and sums on the copy and compute streams, on one clock per device;
     /// `CUZK_GPU_TRACE=FILE`). Events only, no synchronization: `bench/trace.py` reads it.
     pub trace: Option<std::path::PathBuf>,
+    /// Whether the split sums (L, A, B) of an SRS streamed in chunks of fewer than 2^22
+    /// points take chunks of a whole chunk buffer, two ring slots (`CUZK_GPU_WIDE_SPLIT=0|1`);
+    /// default: `backend::plan`'s choice. For measuring the ring with either.
+    pub wide_split: Option<bool>,
+    /// The bucket width of a streamed H sum that keeps its buckets across its chunks
+    /// (`CUZK_GPU_H_ACC=c`, 8..=20 as `CUZK_GPU_MSM_C`), `Some(0)`: reduced per chunk
+    /// (`CUZK_GPU_H_ACC=0|off`). For measuring the accumulators; default: kept at the
+    /// chunk's own width where the budget has room.
+    pub h_acc: Option<u32>,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
     pub nvrtc_options: Vec<String>,
@@ -42,7 +51,9 @@ static INSTALLED: OnceLock<GpuTuning> = OnceLock::new();
 impl GpuTuning {
     /// `self` with the knobs the environment sets replaced: `CUZK_GPU_MSM_C=c`,
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
-    /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
+    /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_GPU_WIDE_SPLIT=0|1`,
+    /// `CUZK_GPU_H_ACC=0|off|c`,
+    /// `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
     }
@@ -69,6 +80,20 @@ impl GpuTuning {
         }
         if let Some(path) = var("CUZK_GPU_TRACE").filter(|p| !p.is_empty()) {
             self.trace = Some(path.into());
+        }
+        match var("CUZK_GPU_H_ACC").as_deref() {
+            Some("0") | Some("off") => self.h_acc = Some(0),
+            Some(c) => {
+                if let Some(c) = c.parse().ok().filter(|c| (8..=20).contains(c)) {
+                    self.h_acc = Some(c);
+                }
+            }
+            None => {}
+        }
+        match var("CUZK_GPU_WIDE_SPLIT").as_deref() {
+            Some("1") => self.wide_split = Some(true),
+            Some("0") => self.wide_split = Some(false),
+            _ => {}
         }
         if let Some(opts) = var("CUZK_NVRTC_OPTS") {
             self.nvrtc_options = opts.split_whitespace().map(str::to_string).collect();
@@ -102,6 +127,8 @@ mod tests {
             "CUZK_NVRTC_OPTS" => Some(" -DA=1  -DB ".to_string()),
             "CUZK_GPU_REGISTER" => Some("0".to_string()),
             "CUZK_GPU_TRACE" => Some("/tmp/t.jsonl".to_string()),
+            "CUZK_GPU_WIDE_SPLIT" => Some("0".to_string()),
+            "CUZK_GPU_H_ACC" => Some("off".to_string()),
             _ => None,
         };
         let base = GpuTuning {
@@ -123,6 +150,12 @@ mod tests {
             Some(std::path::Path::new("/tmp/t.jsonl"))
         );
         assert_eq!(t.nvrtc_options, ["-DA=1", "-DB"]);
+        assert_eq!(t.wide_split, Some(false));
+        assert_eq!(t.h_acc, Some(0));
+        let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_H_ACC").then(|| "16".into()));
+        assert_eq!(t.h_acc, Some(16));
+        let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_H_ACC").then(|| "21".into()));
+        assert_eq!(t.h_acc, None, "not an MSM width");
     }
 
     #[test]

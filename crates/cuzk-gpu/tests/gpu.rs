@@ -66,12 +66,13 @@ fn proves(b: &dyn Backend, srs: &Srs, asg: &Assignment, seed: u64) -> ProveRepor
     report
 }
 
-fn backend(dev: &Arc<Device>, residency: Residency, chunk: usize) -> GpuBackend {
+fn backend(dev: &Arc<Device>, residency: Residency, chunk: usize, acc: Option<bool>) -> GpuBackend {
     GpuBackend::with_config(
         dev.clone(),
         GpuBackendConfig {
             residency,
             stream_chunk_points: chunk,
+            stream_accumulators: acc,
             ..GpuBackendConfig::default()
         },
     )
@@ -96,14 +97,20 @@ fn gpu_proofs_verify_resident_and_streamed() {
         let (srs, asg) = circuit(&dev, lg, seed);
         // Odd chunk sizes: several chunks and a short last one.
         let chunk = if lg == 10 { 300 } else { 20_011 };
-        for residency in [Residency::Resident, Residency::Streamed] {
-            let b = backend(&dev, residency, chunk);
+        // Streamed with and without the accumulators kept across chunks (by default
+        // chunks this small reduce per chunk).
+        for (residency, acc) in [
+            (Residency::Resident, None),
+            (Residency::Streamed, None),
+            (Residency::Streamed, Some(true)),
+        ] {
+            let b = backend(&dev, residency, chunk, acc);
             let rep = proves(&b, &srs, &asg, seed);
             assert!(rep.token.is_some());
             assert!(rep.stage(ProveStage::TokenWait).is_some());
             assert!(rep.stage(ProveStage::MsmBG2).is_some());
             let want = u64::from(residency == Residency::Resident);
-            assert_eq!(b.srs_uploads(), want, "2^{lg} {residency:?}");
+            assert_eq!(b.srs_uploads(), want, "2^{lg} {residency:?} {acc:?}");
         }
     }
 }
@@ -127,7 +134,8 @@ fn cpu_and_gpu_proofs_both_verify_with_equal_sums() {
         assert_eq!(c, g, "seed {seed}, concurrent sums {concurrent}");
     }
     // Streamed in chunks that cross page boundaries (96-byte points, 1000 to a chunk):
-    // straight from the registered host points, then through pinned bounce buffers.
+    // straight from the registered host points with accumulators kept across chunks,
+    // then through pinned bounce buffers reducing each chunk.
     for register in [true, false] {
         let streamed = GpuBackend::with_config(
             dev.clone(),
@@ -135,6 +143,7 @@ fn cpu_and_gpu_proofs_both_verify_with_equal_sums() {
                 residency: Residency::Streamed,
                 stream_chunk_points: 1000,
                 register_streamed_srs: register,
+                stream_accumulators: Some(register),
                 ..GpuBackendConfig::default()
             },
         );

@@ -99,7 +99,11 @@ impl GpuBackend {
             lanes: self.lanes(shape, n_h, None),
             table: None,
         };
-        let streamed = Placement::Streamed { chunk };
+        let streamed = Placement::Streamed {
+            chunk,
+            h_acc: None,
+            acc: self.cfg.stream_accumulators,
+        };
         let plan =
             |p| ProvePlan::new(shape, n_h, p, self.hints(shape), self.packed_max()).total as u64;
         Costs {
@@ -167,6 +171,17 @@ impl GpuBackend {
         let grow =
             plan.saturating_sub(self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed));
         self.slots.unmade() as u64 * fit.slot_bytes(&costs) + grow
+    }
+
+    /// Device bytes the shared prove arena may take now: the budget less the SRSs,
+    /// matrices and slots held and the slots the chosen mode still has to make.
+    pub(super) fn arena_room(&self) -> u64 {
+        let unmade = self.fit_costs().map_or(0, |(fit, costs)| {
+            self.slots.unmade() as u64 * fit.slot_bytes(&costs)
+        });
+        let held = self.srs.bytes() + self.matrices.bytes() + self.slots.device_bytes();
+        self.vram_budget_bytes()
+            .saturating_sub(held.saturating_add(unmade))
     }
 
     /// Fails unless `bytes` more fit the budget now.

@@ -102,6 +102,12 @@ pub struct GpuBackendConfig {
     /// pinned bounce buffers filled by host threads. The default is the process's
     /// `!GpuTuning::no_host_registration`.
     pub register_streamed_srs: bool,
+    /// Whether the sums of a streamed SRS keep accumulators across their chunks (the
+    /// buckets and the ones' partial sums, reduced once after the last chunk): `None`
+    /// where they take no more device bytes than one chunk of the sum's bases (the large
+    /// sums, whose per-chunk reductions cost), `Some(true)` wherever a sum has several
+    /// chunks (tests run the path on small circuits), `Some(false)` never.
+    pub stream_accumulators: Option<bool>,
 }
 
 impl Default for GpuBackendConfig {
@@ -115,6 +121,7 @@ impl Default for GpuBackendConfig {
             h_table_max_bytes: tuning().h_table_max_bytes,
             concurrent_sums: tuning().concurrent_sums,
             register_streamed_srs: !tuning().no_host_registration,
+            stream_accumulators: None,
         }
     }
 }

@@ -13,18 +13,31 @@
 //! chosen before their count is known (it is on the device): from the count the last prove
 //! of the same shape downloaded (`hints`), the whole length the first time. Any width is
 //! correct for any count, and every buffer is sized for the whole length.
+//!
+//! A split sum streamed in several chunks keeps its sums across them, in the plan's
+//! accumulators (`accs`, zeroed before the first sum): the ones' partial sums and the
+//! others' buckets. Each chunk only adds to them, and they are reduced to the window sums
+//! and the ones' sum once, after the last chunk. Reduced per chunk, those reductions (chains
+//! of dependent additions on few threads) cost about 4 ms a chunk whatever its size: 815 ms
+//! of a 2^27 partition streamed in 2^21-point chunks on an H100 (#26).
 
 use blstrs::{G1Projective, G2Projective};
 use group::Group as _;
 
 use crate::backend::residency::Query;
 use crate::backend::slots::SlotShape;
-use crate::device::arena::ALIGN;
+use crate::device::arena::{DevRegion, ALIGN};
 use crate::device::layout::{self, G2_AFFINE_BYTES};
 use crate::error::{GpuError, Result};
-use crate::ops::classify::{batch_add_scratch_bytes, classify_scratch_bytes};
-use crate::ops::msm::{shape_scratch_bytes, window_bits, Group, Shape, WindowTable};
+use crate::ops::classify::{
+    batch_add_scratch_bytes, batch_parts, batch_reduce_scratch_bytes, classify_scratch_bytes,
+};
+use crate::ops::msm::{
+    accumulate_scratch_bytes, buckets_bytes, modelled_additions, shape_scratch_bytes, window_bits,
+    window_sums_scratch_bytes, windows, Group, Shape, WindowTable,
+};
 use crate::ops::ntt::NttPlan;
+use crate::tuning::tuning;
 
 /// Most window sums one MSM leaves (c = 8: 32 windows; a table has fewer sets).
 const MAX_WINDOWS: usize = 32;
@@ -56,6 +69,16 @@ pub enum Placement {
     Streamed {
         /// Points per chunk.
         chunk: usize,
+        /// The H sum's bucket width when its buckets are kept across its chunks (in the
+        /// accumulators, reduced once after the last; wider windows then cost no reduction
+        /// per chunk), `None`: its window sums are reduced per chunk.
+        h_acc: Option<u32>,
+        /// Whether sums streamed in several chunks keep accumulators: `None` where they
+        /// take no more device bytes than one chunk of the sum's bases (the large sums,
+        /// whose per-chunk reductions cost; at 2^10 they would outweigh the SRS),
+        /// `Some(true)` wherever (tests run the path on small circuits), `Some(false)`
+        /// never.
+        acc: Option<bool>,
     },
 }
 
@@ -82,6 +105,9 @@ pub struct SumPlan {
     pub chunk: usize,
     /// Offset of its first chunk's results in the results region.
     pub out_at: usize,
+    /// Streamed in several chunks (split sums only): the offset of its accumulators in
+    /// the plan's `accs` region; its window sums and ones' sum land in chunk 0's results.
+    pub acc: Option<usize>,
 }
 
 /// The results of one chunk of a sum, inside its stride of the results region.
@@ -123,22 +149,72 @@ impl SumPlan {
 
     /// Scratch bytes of one chunk's sum. A split sum's are those of its others' MSM at the
     /// widest-needing window width it can be given (whatever the counts of the last prove),
-    /// so that the arena sized by a first prove holds every later one.
+    /// so that the arena sized by a first prove holds every later one. With accumulators,
+    /// a chunk's sort and, after the last chunk, the reductions.
     fn scratch_bytes(&self) -> usize {
-        let n = self.chunk;
+        let (n, g) = (self.chunk, self.group);
         if !self.split {
-            return shape_scratch_bytes(&self.shape(), self.group, n);
+            return match self.acc {
+                Some(_) => {
+                    accumulate_scratch_bytes(&self.shape(), g, n)
+                        + window_sums_scratch_bytes(&self.shape(), g)
+                }
+                None => shape_scratch_bytes(&self.shape(), g, n),
+            };
         }
-        let msm = (others_bits(n, 0)..=others_bits(n, n))
-            .map(|c| shape_scratch_bytes(&Shape::plain(c), self.group, n))
-            .max()
-            .unwrap_or(0);
         let packed = if self.packed {
-            n * self.group.affine_bytes() + ALIGN
+            n * g.affine_bytes() + ALIGN
         } else {
             0
         };
-        classify_scratch_bytes(n) + batch_add_scratch_bytes(self.group, n) + packed + msm
+        if self.acc.is_some() {
+            let sort = most_of_acc_widths(|s| accumulate_scratch_bytes(s, g, n));
+            let sums = most_of_acc_widths(|s| window_sums_scratch_bytes(s, g));
+            let ones = batch_reduce_scratch_bytes(g, batch_parts(g));
+            return classify_scratch_bytes(n) + packed + sort + sums + ones;
+        }
+        let msm = (others_bits(n, 0)..=others_bits(n, n))
+            .map(|c| shape_scratch_bytes(&Shape::plain(c), g, n))
+            .max()
+            .unwrap_or(0);
+        classify_scratch_bytes(n) + batch_add_scratch_bytes(g, n) + packed + msm
+    }
+
+    /// Bytes of its accumulators: a split sum's ones' partial sums, then the buckets (a
+    /// split sum's for the widest of [`ACC_WIDTHS`], whatever width the counts give it).
+    fn acc_bytes(&self) -> usize {
+        let g = self.group;
+        if !self.split {
+            return buckets_bytes(&self.shape(), g);
+        }
+        split_acc_bytes(g)
+    }
+
+    /// Bytes of a split sum's ones' partial sums in its accumulators (0 for H).
+    fn parts_bytes(&self) -> usize {
+        match self.split {
+            true => parts_bytes(self.group),
+            false => 0,
+        }
+    }
+
+    /// Its accumulators inside the plan's `accs` region: the ones' partials and the
+    /// buckets (`None` for a sum without).
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if they do not fit.
+    pub fn acc_regions<'a>(
+        &self,
+        accs: &DevRegion<'a>,
+    ) -> Result<Option<(DevRegion<'a>, DevRegion<'a>)>> {
+        let Some(at) = self.acc else {
+            return Ok(None);
+        };
+        let parts = self.parts_bytes();
+        Ok(Some((
+            accs.slice(at, parts)?,
+            accs.slice(at + parts, self.acc_bytes() - parts)?,
+        )))
     }
 }
 
@@ -159,6 +235,9 @@ pub struct ProvePlan {
     pub chunk_bufs: Option<[(usize, usize); 2]>,
     /// The results region, downloaded once.
     pub results: (usize, usize),
+    /// The accumulators of the split sums streamed in several chunks (zeroed before the
+    /// sums; 0 bytes without any).
+    pub accs: (usize, usize),
     /// Bytes of the whole arena.
     pub total: usize,
 }
@@ -177,11 +256,12 @@ impl ProvePlan {
     ) -> ProvePlan {
         let lens = [n_h, shape.n_l, shape.n_a, shape.n_b, shape.n_b];
         let queries = [Query::H, Query::L, Query::A, Query::BG1, Query::BG2];
-        let (chunk_len, table) = match placement {
-            Placement::Resident { table, .. } => (usize::MAX, table),
-            Placement::Streamed { chunk } => (chunk.max(1), None),
+        let (chunk_len, table, force_acc) = match placement {
+            Placement::Resident { table, .. } => (usize::MAX, table, Some(false)),
+            Placement::Streamed { chunk, acc, .. } => (chunk.max(1), None, acc),
         };
         let mut out_at = 0;
+        let mut acc_at = 0;
         let sums = std::array::from_fn(|i| {
             let (query, n) = (queries[i], lens[i]);
             let group = if query == Query::BG2 {
@@ -192,7 +272,7 @@ impl ProvePlan {
             // Streamed, a split sum's chunk fills a whole chunk buffer (sized for
             // `chunk_len` G2 points) below WIDE_SPLIT_BELOW: twice the H sum's in G1; else
             // one ring slot, half a buffer: the H sum's in G1, half as many G2 points.
-            let wide = chunk_len < WIDE_SPLIT_BELOW;
+            let wide = tuning().wide_split.unwrap_or(true) && chunk_len < WIDE_SPLIT_BELOW;
             let per_chunk = match (query, placement) {
                 (Query::L | Query::A | Query::BG1, Placement::Streamed { .. }) if wide => {
                     chunk_len.saturating_mul(2)
@@ -201,17 +281,34 @@ impl ProvePlan {
                 _ => chunk_len,
             };
             let chunk = n.min(per_chunk).max(1);
+            let chunks = if n == 0 { 0 } else { n.div_ceil(chunk) };
             let split = query != Query::H;
+            let pays = |bytes: usize| {
+                chunks > 1 && force_acc.unwrap_or(bytes <= chunk * group.affine_bytes())
+            };
+            let h_acc = match placement {
+                Placement::Streamed { h_acc: Some(c), .. } if !split => {
+                    Some(c).filter(|&c| pays(buckets_bytes(&Shape::plain(c), group)))
+                }
+                _ => None,
+            };
+            let accumulated = match split {
+                true => pays(split_acc_bytes(group)),
+                false => h_acc.is_some(),
+            };
             let table = table.filter(|t| query == Query::H && t.n == n);
             let c = match (table, split) {
                 (Some(t), _) => t.c,
-                (None, false) => window_bits(chunk),
+                (None, false) => h_acc.unwrap_or_else(|| window_bits(chunk)),
                 (None, true) => {
                     let hint = hints.map_or(n, |h| h[i - 1].min(n));
-                    others_bits(chunk, hint.saturating_mul(chunk).div_ceil(n.max(1)))
+                    match accumulated {
+                        true => acc_bits(hint),
+                        false => others_bits(chunk, hint.saturating_mul(chunk).div_ceil(n.max(1))),
+                    }
                 }
             };
-            let sum = SumPlan {
+            let mut sum = SumPlan {
                 query,
                 group,
                 n,
@@ -219,11 +316,16 @@ impl ProvePlan {
                 c,
                 table,
                 packed: split && chunk * group.affine_bytes() <= packed_max,
-                chunks: if n == 0 { 0 } else { n.div_ceil(chunk) },
+                chunks,
                 chunk,
                 out_at,
+                acc: None,
             };
             out_at += sum.chunks * sum.stride();
+            if accumulated {
+                sum.acc = Some(acc_at);
+                acc_at += sum.acc_bytes().next_multiple_of(ALIGN);
+            }
             sum
         });
         let scratch_of = |qs: &[usize]| {
@@ -247,13 +349,14 @@ impl ProvePlan {
         };
         let scratch = [take(first), take(second)];
         let chunk_bufs = match placement {
-            Placement::Streamed { chunk } => {
+            Placement::Streamed { chunk, .. } => {
                 let b = chunk.clamp(1, shape.max_query()) * G2_AFFINE_BYTES;
                 Some([take(b), take(b)])
             }
             Placement::Resident { .. } => None,
         };
         let results = take(out_at.max(ALIGN));
+        let accs = take(acc_at);
         ProvePlan {
             shape: *shape,
             placement,
@@ -262,6 +365,7 @@ impl ProvePlan {
             scratch,
             chunk_bufs,
             results,
+            accs,
             total: at,
         }
     }
@@ -292,11 +396,15 @@ impl ProvePlan {
             let windows = sum.shape().sums() as usize;
             for j in 0..sum.chunks {
                 let o = sum.chunk_out(j);
-                let w = &at(o.windows)[..windows * sum.group.jacobian_bytes()];
                 if sum.split {
                     let cnt = at(o.counts);
                     others[i - 1] += u32::from_le_bytes([cnt[4], cnt[5], cnt[6], cnt[7]]) as usize;
                 }
+                // With accumulators, chunk 0's results hold the whole sum.
+                if sum.acc.is_some() && j > 0 {
+                    continue;
+                }
+                let w = &at(o.windows)[..windows * sum.group.jacobian_bytes()];
                 match sum.group {
                     Group::G1 => {
                         g1[i.min(3)] += horner_g1(sum.c, w);
@@ -355,6 +463,42 @@ fn horner_g2(c: u32, raw: &[u8]) -> G2Projective {
 /// `expect`: the cost model's width for `expect`, but at least that of n /
 /// [`OTHERS_MIN_FRACTION`], and wide enough that n entries per window fit the sort's
 /// 32-bit index.
+/// Window widths of the others' MSM with accumulators: its buckets live through the whole
+/// sum, so the plan keeps them small (13: 20 windows of 2^12 buckets, 15.7 MB in G1),
+/// and 8 for a few others. The widths between leave the top window under 8 bits (see
+/// `window_bits`).
+const ACC_WIDTHS: [u32; 2] = [8, 13];
+
+/// The largest `f` of the plain shapes of [`ACC_WIDTHS`]: what a split sum's accumulators
+/// and scratch are sized for, whatever width the counts give it.
+fn most_of_acc_widths(f: impl Fn(&Shape) -> usize) -> usize {
+    ACC_WIDTHS
+        .iter()
+        .map(|&c| f(&Shape::plain(c)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Bytes of a split sum's ones' partial sums.
+fn parts_bytes(g: Group) -> usize {
+    (batch_parts(g) * g.xyzz_bytes()).next_multiple_of(ALIGN)
+}
+
+/// Bytes of a split sum's accumulators in `g`: its ones' partial sums, then the buckets
+/// for the widest of [`ACC_WIDTHS`], whatever width the counts give it.
+fn split_acc_bytes(g: Group) -> usize {
+    parts_bytes(g) + most_of_acc_widths(|s| buckets_bytes(s, g))
+}
+
+/// The width of [`ACC_WIDTHS`] the cost model picks for `expect` others in all chunks.
+fn acc_bits(expect: usize) -> u32 {
+    ACC_WIDTHS
+        .iter()
+        .copied()
+        .min_by_key(|&c| modelled_additions(expect.max(1), c, windows(c)))
+        .unwrap_or(13)
+}
+
 fn others_bits(n: usize, expect: usize) -> u32 {
     let floor = window_bits((n / OTHERS_MIN_FRACTION).max(1));
     let mut c = window_bits(expect.max(1)).max(floor);
@@ -390,10 +534,20 @@ mod tests {
                     lanes: true,
                     table: None,
                 },
-                Placement::Streamed { chunk: 1000 },
+                Placement::Streamed {
+                    chunk: 1000,
+                    h_acc: None,
+                    acc: None,
+                },
             ] {
                 let p = ProvePlan::new(&shape(lg), (1 << lg) - 1, placement, None, usize::MAX);
-                let mut regions = vec![(0, p.ntt_bytes), p.scratch[0], p.scratch[1], p.results];
+                let mut regions = vec![
+                    (0, p.ntt_bytes),
+                    p.scratch[0],
+                    p.scratch[1],
+                    p.results,
+                    p.accs,
+                ];
                 regions.extend(p.chunk_bufs.into_iter().flatten());
                 regions.sort();
                 for w in regions.windows(2) {
@@ -438,7 +592,11 @@ mod tests {
         let p = ProvePlan::new(
             &shape(16),
             (1 << 16) - 1,
-            Placement::Streamed { chunk: 5000 },
+            Placement::Streamed {
+                chunk: 5000,
+                h_acc: None,
+                acc: None,
+            },
             None,
             0,
         );
@@ -458,7 +616,11 @@ mod tests {
             let p = ProvePlan::new(
                 &shape(lg),
                 (1 << lg) - 1,
-                Placement::Streamed { chunk },
+                Placement::Streamed {
+                    chunk,
+                    h_acc: None,
+                    acc: None,
+                },
                 None,
                 0,
             );
@@ -480,12 +642,92 @@ mod tests {
     }
 
     #[test]
+    fn split_sums_in_several_chunks_keep_accumulators_sized_whatever_the_counts() {
+        // See: #26. Streamed in several chunks of 2^19 points (2^20 for L, A, B in G1: 100
+        // MB of bases, more than their accumulators' 28 MB), L, A and B get accumulators,
+        // disjoint and inside `accs`; H and sums of one chunk (resident) have none.
+        let s = shape(23);
+        let plan = |placement, hints| ProvePlan::new(&s, (1 << 23) - 1, placement, hints, 0);
+        let streamed = Placement::Streamed {
+            chunk: 1 << 19,
+            h_acc: None,
+            acc: None,
+        };
+        let cold = plan(streamed, None);
+        let mut spans = Vec::new();
+        for sum in &cold.sums {
+            assert_eq!(
+                sum.acc.is_some(),
+                sum.split && sum.chunks > 1,
+                "{:?}",
+                sum.query
+            );
+            if let Some(at) = sum.acc {
+                assert_eq!(at % ALIGN, 0);
+                assert!(at + sum.acc_bytes() <= cold.accs.1, "{:?}", sum.query);
+                spans.push((at, sum.acc_bytes()));
+                // Its chunk's scratch holds the sort and the reductions after the last.
+                assert!(cold.scratch[0].1 >= sum.scratch_bytes());
+            }
+        }
+        assert_eq!(spans.len(), 4);
+        spans.sort();
+        for w in spans.windows(2) {
+            assert!(w[0].0 + w[0].1 <= w[1].0);
+        }
+        // Whole length unknown: 13 bits; a handful of others: 8. The arena is the same.
+        assert_eq!(cold.sums[Query::L as usize].c, 13);
+        let few = plan(streamed, Some([100, 100, 100, 100]));
+        assert_eq!(few.sums[Query::L as usize].c, 8);
+        assert_eq!(cold.total, few.total);
+        let resident = Placement::Resident {
+            lanes: false,
+            table: None,
+        };
+        let r = plan(resident, None);
+        assert!(r.sums.iter().all(|x| x.acc.is_none()));
+        assert_eq!(r.accs.1, 0);
+        // Chunks of 2^12 points (393 KB): accumulators only where forced.
+        for (acc, want) in [(None, 0), (Some(false), 0), (Some(true), 4)] {
+            let small = Placement::Streamed {
+                chunk: 1 << 12,
+                h_acc: Some(13),
+                acc,
+            };
+            let p = plan(small, None);
+            let with: Vec<_> = p.sums.iter().filter(|x| x.acc.is_some()).collect();
+            assert_eq!(with.len(), want + usize::from(want > 0), "{acc:?}");
+            assert_eq!(p.accs.1 > 0, want > 0, "{acc:?}");
+        }
+        // The H sum keeps its buckets when the placement says so, at that width: 13
+        // windows of 2^19 buckets in G1 at c = 20 (forced: 1.3 GB is more than a chunk).
+        let h_acc = plan(
+            Placement::Streamed {
+                chunk: 1 << 16,
+                h_acc: Some(20),
+                acc: Some(true),
+            },
+            None,
+        );
+        let h = h_acc.sums[Query::H as usize];
+        assert_eq!((h.c, h.acc.is_some()), (20, true));
+        assert_eq!(h.acc_bytes(), 13 * (1 << 19) * Group::G1.xyzz_bytes());
+        assert!(h.acc.unwrap_or(0) + h.acc_bytes() <= h_acc.accs.1);
+        assert!(h_acc.scratch[0].1 >= h.scratch_bytes());
+        assert_eq!(h_acc.total, h_acc.accs.0 + h_acc.accs.1);
+    }
+
+    #[test]
     fn others_width_follows_the_last_count() {
         let s = shape(24);
         let cold = ProvePlan::new(
             &s,
             (1 << 24) - 1,
-            Placement::Streamed { chunk: 1 << 30 },
+            Placement::Streamed {
+                chunk: 1 << 30,
+                h_acc: None,
+                acc: None,
+            },
             None,
             0,
         );
@@ -496,7 +738,11 @@ mod tests {
         let warm = ProvePlan::new(
             &s,
             (1 << 24) - 1,
-            Placement::Streamed { chunk: 1 << 30 },
+            Placement::Streamed {
+                chunk: 1 << 30,
+                h_acc: None,
+                acc: None,
+            },
             hints,
             0,
         );
@@ -505,7 +751,11 @@ mod tests {
         let none = ProvePlan::new(
             &s,
             (1 << 24) - 1,
-            Placement::Streamed { chunk: 1 << 30 },
+            Placement::Streamed {
+                chunk: 1 << 30,
+                h_acc: None,
+                acc: None,
+            },
             Some([0; 4]),
             0,
         );

@@ -11,7 +11,7 @@ use cudarc::driver::CudaEvent;
 
 use crate::backend::plan::SumPlan;
 use crate::backend::residency::Query;
-use crate::backend::sums::{enqueue_chunk, OutRegions};
+use crate::backend::sums::{enqueue_chunk, OutRegions, Outputs};
 use crate::device::arena::DevRegion;
 use crate::device::layout::FR_BYTES;
 use crate::device::pinned::HostRegistration;
@@ -281,12 +281,12 @@ impl<'a> Ring<'a> {
         s: &RingSum<'_, '_>,
         j: usize,
         place: RingPlace,
-        results: &DevRegion<'_>,
+        results: &Outputs<'_>,
     ) -> Result<()> {
         dev.wait_on(&self.copied[place.slot])?;
         let (b, e) = s.part(j);
         let sc = s.scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
-        let out = OutRegions::of(results, s.sum.chunk_out(j))?;
+        let out = OutRegions::of(results, s.sum, j)?;
         let bases = self.region(place)?;
         let (start, end) = (dev.timing_event()?, dev.timing_event()?);
         dev.record(&start)?;

@@ -16,14 +16,16 @@ use super::prove::Ready;
 use super::residency::{Query, ResidentSrs};
 use super::ring::{interleave_order, ring_places, Ring, RingSum, RING};
 use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
-use super::sums::{enqueue_chunk, enqueue_streamed, HostPoints, OutRegions, StreamBufs};
+use super::sums::{enqueue_chunk, enqueue_streamed, HostPoints, OutRegions, Outputs, StreamBufs};
 use super::{GpuBackend, Shared};
 use crate::device::arena::{DevRegion, VramArena};
 use crate::device::layout::{as_bytes, FR_BYTES};
 use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
+use crate::ops::msm::window_bits;
 use crate::ops::ntt::NttPlan;
 use crate::ops::sparse::products_enqueue;
+use crate::tuning::tuning;
 
 /// H chunks summed between the upload of a split slot's B scalars (over the head of the
 /// quotient's coefficients) and the first B sum: by then the upload is done, and the
@@ -97,8 +99,40 @@ impl GpuBackend {
             },
             None => Placement::Streamed {
                 chunk: self.stream_chunk(shape),
+                h_acc: None,
+                acc: self.cfg.stream_accumulators,
             },
         }
+    }
+
+    /// The plan of a prove. With the SRS streamed, the H sum keeps its buckets across its
+    /// chunks, at the width of one chunk (the tuning may force another or none), when the
+    /// plan then fits what the budget leaves the shared arena now (the slots the mode still
+    /// has to make kept free); else it reduces them per chunk, as the mode's byte counts
+    /// assume. Wider buckets are not worth it: at c = 20 (13 windows of 2^19 buckets) a
+    /// 2^22-point chunk's sum took 86 ms on an H200 against 40.5 ms at c = 16.
+    fn plan(&self, shape: &SlotShape, n_h: usize, resident: Option<&ResidentSrs>) -> ProvePlan {
+        let (hints, packed) = (self.hints(shape), self.packed_max());
+        let placement = self.placement(shape, n_h, resident);
+        if let Placement::Streamed { chunk, acc, .. } = placement {
+            let c = tuning()
+                .h_acc
+                .unwrap_or_else(|| window_bits(chunk.clamp(1, n_h.max(1))));
+            if c > 0 {
+                let h_acc = Some(c);
+                let plan = ProvePlan::new(
+                    shape,
+                    n_h,
+                    Placement::Streamed { chunk, h_acc, acc },
+                    hints,
+                    packed,
+                );
+                if plan.total as u64 <= self.arena_room() {
+                    return plan;
+                }
+            }
+        }
+        ProvePlan::new(shape, n_h, placement, hints, packed)
     }
 
     /// The token-held part: the quotient and the five sums; `ready(k, Some(d))` is called
@@ -122,13 +156,7 @@ impl GpuBackend {
         let dev = &self.dev;
         *stage = ProveStage::GpuSetup;
         let t = Instant::now();
-        let plan = ProvePlan::new(
-            shape,
-            srs.lens().h,
-            self.placement(shape, srs.lens().h, resident),
-            self.hints(shape),
-            self.packed_max(),
-        );
+        let plan = self.plan(shape, srs.lens().h, resident);
         let lane = if plan.lanes() {
             Some(self.lane()?)
         } else {
@@ -173,6 +201,17 @@ impl GpuBackend {
         }
         let region = |(off, bytes): (usize, usize)| arena.region(off, bytes);
         let results = region(plan.results)?;
+        let outputs = Outputs {
+            results,
+            accs: match plan.accs {
+                (_, 0) => None,
+                accs => Some(region(accs)?),
+            },
+        };
+        if let Some(accs) = &outputs.accs {
+            // The accumulators start empty (all zero bytes: every point at infinity).
+            dev.memset_zero(accs)?;
+        }
         let mut timer = StageTimer::start(dev)?;
         report.push(ProveStage::GpuSetup, t.elapsed());
 
@@ -282,7 +321,7 @@ impl GpuBackend {
                             "ring chunk {i} summed before its copy was enqueued"
                         )));
                     }
-                    ring.sum(dev, &scratch, &group[g], j, places[i], &results)?;
+                    ring.sum(dev, &scratch, &group[g], j, places[i], &outputs)?;
                     copy_ready(ring, &mut copies, i + 1)?;
                     if g == Query::H as usize && j + 1 == b_read {
                         ready(4, None)?;
@@ -325,7 +364,7 @@ impl GpuBackend {
                 // The H sum on the compute stream, then the witness sums on the lane (in
                 // scratch of their own) or after it on the same stream.
                 let h = &plan.sums[Query::H as usize];
-                self.enqueue_resident(dev, h, &q, &scratch[0], &scalars, &results, stage)?;
+                self.enqueue_resident(dev, h, &q, &scratch[0], &scalars, &outputs, stage)?;
                 timer.mark(ProveStage::MsmH)?;
                 let (wdev, wscratch, wtimer) = match lane {
                     Some(lane) => {
@@ -337,7 +376,7 @@ impl GpuBackend {
                 ready(3, Some(wdev))?;
                 ready(4, Some(wdev))?;
                 for sum in &plan.sums[1..] {
-                    self.enqueue_resident(wdev, sum, &q, wscratch, &scalars, &results, stage)?;
+                    self.enqueue_resident(wdev, sum, &q, wscratch, &scalars, &outputs, stage)?;
                     wtimer.mark(stage_of(sum.query))?;
                 }
                 if let Some(lane) = lane {
@@ -359,7 +398,7 @@ impl GpuBackend {
                     scratch: region(plan.scratch[0])?,
                 };
                 let r = self.enqueue_all_streamed(
-                    &plan, &mut sb, srs, &scalars, &results, &mut timer, stage, ready,
+                    &plan, &mut sb, srs, &scalars, &outputs, &mut timer, stage, ready,
                 );
                 sh.stream_pins = sb.pinned;
                 r?;
@@ -458,7 +497,7 @@ impl GpuBackend {
         queries: &[DevRegion<'_>; 5],
         scratch: &DevRegion<'_>,
         scalars: &Scalars<'_>,
-        results: &DevRegion<'_>,
+        results: &Outputs<'_>,
         stage: &mut ProveStage,
     ) -> Result<()> {
         *stage = stage_of(sum.query);
@@ -467,7 +506,7 @@ impl GpuBackend {
             return Ok(());
         }
         let sc = scalars.of(sum.query, sum.n)?;
-        let out = OutRegions::of(results, sum.chunk_out(0))?;
+        let out = OutRegions::of(results, sum, 0)?;
         enqueue_chunk(
             dev,
             scratch,
@@ -488,7 +527,7 @@ impl GpuBackend {
         sb: &mut StreamBufs<'_>,
         srs: &Srs,
         scalars: &Scalars<'_>,
-        results: &DevRegion<'_>,
+        results: &Outputs<'_>,
         timer: &mut StageTimer<'_>,
         stage: &mut ProveStage,
         ready: Ready<'_>,

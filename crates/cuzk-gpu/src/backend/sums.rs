@@ -5,7 +5,8 @@
 //! in the plan's results; the ones are batch-added and the others go through Pippenger,
 //! both kernels bounding their work by those counts. H is one MSM. Each chunk leaves its
 //! window sums (and for a split sum the ones' sum and the counts) in the results region,
-//! which the prove downloads once at its end.
+//! which the prove downloads once at its end; a split sum streamed in several chunks adds
+//! each chunk to its accumulators instead and leaves the sums once, after its last chunk.
 //!
 //! [`ProvePlan`]: crate::backend::plan::ProvePlan
 
@@ -20,8 +21,13 @@ use crate::device::pinned::{HostRegistration, PinnedBuf};
 use crate::device::upload::PinnedUpload;
 use crate::device::Device;
 use crate::error::{drv, GpuError, Result};
-use crate::ops::classify::{batch_add_enqueue, classify, gather_enqueue};
-use crate::ops::msm::{msm_enqueue_into, Group, MsmInput, Shape};
+use crate::ops::classify::{
+    batch_add_acc_enqueue, batch_add_enqueue, batch_parts, batch_reduce_enqueue, classify,
+    gather_enqueue, Classified,
+};
+use crate::ops::msm::{
+    msm_accumulate_enqueue, msm_enqueue_into, msm_window_sums_enqueue, Group, MsmInput, Shape,
+};
 
 /// [`enqueue_streamed`] from registered host memory: chunk j is copied into device buffer
 /// j % 2 once the sum of chunk j − 2 has read it (a stream wait, not a host one), and its
@@ -35,7 +41,7 @@ fn enqueue_registered<'h>(
     part: &dyn Fn(usize) -> (usize, usize),
     bytes: &dyn Fn(usize) -> &'h [u8],
     scalars: &DevRegion<'_>,
-    results: &DevRegion<'_>,
+    results: &Outputs<'_>,
 ) -> Result<()> {
     let copied = [dev.timing_event()?, dev.timing_event()?];
     dev.upload_scope(|up| -> Result<()> {
@@ -52,13 +58,23 @@ fn enqueue_registered<'h>(
             dev.wait_on(&copied[k])?;
             let (b, e) = part(j);
             let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
-            let out = OutRegions::of(results, sum.chunk_out(j))?;
+            let out = OutRegions::of(results, sum, j)?;
             enqueue_chunk(dev, &sb.scratch, sum, &sb.device[k], &sc, e - b, &out)?;
             dev.record(&sb.consumed[k])?;
             sb.used[k] = true;
         }
         Ok(())
     })?
+}
+
+/// Where a prove's sums leave their results: the results region the prove downloads, and
+/// the accumulators of the split sums streamed in several chunks (`None` without any).
+#[derive(Clone, Copy)]
+pub struct Outputs<'a> {
+    /// The results region.
+    pub results: DevRegion<'a>,
+    /// The plan's accumulators.
+    pub accs: Option<DevRegion<'a>>,
 }
 
 /// The device regions of one chunk's results (see [`ChunkOut`]).
@@ -69,6 +85,20 @@ pub struct OutRegions<'a> {
     pub ones: DevRegion<'a>,
     /// The two classification counts (split sums).
     pub counts: DevRegion<'a>,
+    /// A sum's accumulators when streamed in several chunks with them (the window sums and
+    /// a split sum's ones' sum are then its chunk 0's, written after its last chunk).
+    pub acc: Option<AccRegions<'a>>,
+}
+
+/// The accumulators of a sum streamed in several chunks.
+pub struct AccRegions<'a> {
+    /// A split sum's ones' partial sums ([`batch_parts`] XYZZ points; empty for H).
+    pub parts: DevRegion<'a>,
+    /// The buckets of the MSM (a split sum's others').
+    pub buckets: DevRegion<'a>,
+    /// Whether this chunk is the last: then the accumulators are reduced into the windows
+    /// and the ones' sum.
+    pub last: bool,
 }
 
 impl<'a> OutRegions<'a> {
@@ -76,11 +106,41 @@ impl<'a> OutRegions<'a> {
     ///
     /// # Errors
     /// [`GpuError::Input`] if they do not fit.
-    pub fn of(results: &DevRegion<'a>, o: ChunkOut) -> Result<OutRegions<'a>> {
+    pub fn at(results: &DevRegion<'a>, o: ChunkOut) -> Result<OutRegions<'a>> {
         Ok(OutRegions {
             windows: results.slice(o.windows.0, o.windows.1)?,
             ones: results.slice(o.ones.0, o.ones.1)?,
             counts: results.slice(o.counts.0, o.counts.1)?,
+            acc: None,
+        })
+    }
+
+    /// The regions of chunk `j` of `sum`: its own, or with accumulators chunk 0's window
+    /// sums and ones' sum, its own counts, and the accumulators.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if they do not fit, or the plan has accumulators and `out` none.
+    pub fn of(out: &Outputs<'a>, sum: &SumPlan, j: usize) -> Result<OutRegions<'a>> {
+        let own = OutRegions::at(&out.results, sum.chunk_out(j))?;
+        if sum.acc.is_none() {
+            return Ok(own);
+        }
+        let accs = out
+            .accs
+            .ok_or_else(|| GpuError::Internal("a plan with accumulators and none given".into()))?;
+        let (parts, buckets) = sum
+            .acc_regions(&accs)?
+            .ok_or_else(|| GpuError::Internal("accumulators missing".into()))?;
+        let first = OutRegions::at(&out.results, sum.chunk_out(0))?;
+        Ok(OutRegions {
+            windows: first.windows,
+            ones: first.ones,
+            counts: own.counts,
+            acc: Some(AccRegions {
+                parts,
+                buckets,
+                last: j + 1 == sum.chunks,
+            }),
         })
     }
 }
@@ -108,14 +168,26 @@ pub fn enqueue_chunk(
             n: len,
             count: None,
         };
-        return msm_enqueue_into(dev, &scratch, sum.group, &sum.shape(), &input, &out.windows);
+        let (g, shape) = (sum.group, sum.shape());
+        let Some(acc) = &out.acc else {
+            return msm_enqueue_into(dev, &scratch, g, &shape, &input, &out.windows);
+        };
+        // Streamed H with its buckets kept across chunks: summed after the last.
+        msm_accumulate_enqueue(dev, &scratch, g, &shape, &input, &acc.buckets)?;
+        if acc.last {
+            msm_window_sums_enqueue(dev, &scratch, g, &shape, &acc.buckets, &out.windows)?;
+        }
+        return Ok(());
     }
     let split = Split {
         group: sum.group,
         c: sum.c,
         packed: sum.packed,
     };
-    split.enqueue(dev, &scratch, bases, scalars, len, out)
+    match &out.acc {
+        None => split.enqueue(dev, &scratch, bases, scalars, len, out),
+        Some(acc) => split.enqueue_acc(dev, &scratch, bases, scalars, len, out, acc),
+    }
 }
 
 /// A split sum's parameters: group, the others' window width, packed or indexed others.
@@ -147,7 +219,7 @@ impl Split {
     ) -> Result<()> {
         let g = self.group;
         let cls = classify(dev, scratch, scalars, n, &out.counts)?;
-        let (ones, others) = (cls.ones()?, cls.others()?);
+        let ones = cls.ones()?;
         let one_idx = cls.one_idx;
         batch_add_enqueue(
             dev,
@@ -163,6 +235,58 @@ impl Split {
             // No others: every window sum is the point at infinity (Z = 0).
             return dev.memset_zero(&out.windows);
         }
+        self.others(dev, scratch, bases, &cls, |input| {
+            msm_enqueue_into(dev, scratch, g, &Shape::plain(self.c), input, &out.windows)
+        })
+    }
+
+    /// [`Split::enqueue`] for one chunk of a sum streamed in several: the ones and the
+    /// others' bucket sums are added to the accumulators `acc`, and after the last chunk
+    /// reduced into the window sums and the ones' sum of `out`.
+    ///
+    /// # Errors
+    /// Arena, input or driver errors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn enqueue_acc(
+        &self,
+        dev: &Device,
+        scratch: &Scratch<'_>,
+        bases: &DevRegion<'_>,
+        scalars: &DevRegion<'_>,
+        n: usize,
+        out: &OutRegions<'_>,
+        acc: &AccRegions<'_>,
+    ) -> Result<()> {
+        let g = self.group;
+        let shape = Shape::plain(self.c);
+        let cls = classify(dev, scratch, scalars, n, &out.counts)?;
+        let (ones, parts) = (cls.ones()?, batch_parts(g));
+        let one_idx = Some(&cls.one_idx);
+        batch_add_acc_enqueue(dev, g, bases, one_idx, n, Some(&ones), &acc.parts, parts)?;
+        if n > 0 {
+            self.others(dev, scratch, bases, &cls, |input| {
+                msm_accumulate_enqueue(dev, scratch, g, &shape, input, &acc.buckets)
+            })?;
+        }
+        if acc.last {
+            batch_reduce_enqueue(dev, scratch, g, &acc.parts, parts, &out.ones)?;
+            msm_window_sums_enqueue(dev, scratch, g, &shape, &acc.buckets, &out.windows)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `msm` with the MSM input of the others of `cls` (at most its n): over their
+    /// packed bases, or through their indices into `bases`.
+    fn others(
+        &self,
+        dev: &Device,
+        scratch: &Scratch<'_>,
+        bases: &DevRegion<'_>,
+        cls: &Classified<'_>,
+        msm: impl FnOnce(&MsmInput<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let (g, n) = (self.group, cls.n);
+        let others = cls.others()?;
         let dense;
         let (bases, base_idx) = if self.packed {
             dense = scratch.alloc(n.max(1) * g.affine_bytes())?;
@@ -178,7 +302,7 @@ impl Split {
             n,
             count: Some(&others),
         };
-        msm_enqueue_into(dev, scratch, g, &Shape::plain(self.c), &input, &out.windows)
+        msm(&input)
     }
 }
 
@@ -251,7 +375,7 @@ pub fn enqueue_streamed(
     host: HostPoints<'_>,
     reg: Option<&HostRegistration>,
     scalars: &DevRegion<'_>,
-    results: &DevRegion<'_>,
+    results: &Outputs<'_>,
 ) -> Result<()> {
     let (pb, chunk, n) = (sum.group.affine_bytes(), sum.chunk, sum.n);
     if host.points(pb) < n || scalars.bytes() < n * FR_BYTES {
@@ -332,7 +456,7 @@ pub fn enqueue_streamed(
             dev.wait_on(up.event())?;
             let (b, e) = part(j);
             let sc = scalars.slice(b * FR_BYTES, (e - b) * FR_BYTES)?;
-            let out = OutRegions::of(results, sum.chunk_out(j))?;
+            let out = OutRegions::of(results, sum, j)?;
             enqueue_chunk(dev, &sb.scratch, sum, &sb.device[k], &sc, e - b, &out)?;
             dev.record(&sb.consumed[k])?;
             sb.used[k] = true;

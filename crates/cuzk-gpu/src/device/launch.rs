@@ -14,10 +14,9 @@ use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::device::arena::DevRegion;
 use crate::device::kernels::KernelId;
-use crate::device::layout::{FR_BYTES, G1_AFFINE_BYTES};
+use crate::device::layout::{Group, FR_BYTES, G1_AFFINE_BYTES};
 use crate::device::Device;
 use crate::error::{drv, GpuError, Result};
-use crate::ops::msm::Group;
 
 /// How one kernel argument is passed: the Rust parameter, the value pushed, its C kind.
 pub(crate) trait KernelArg {
@@ -255,6 +254,13 @@ kernels! {
         idx: OptBuf [n as usize * 4], n: u32, count: OptBuf [4], k: u32,
         out: Buf [(n as usize).div_ceil(k.max(1) as usize).max(1) * group.xyzz_bytes()],
     );
+    /// One chunk of a streamed sum: the first `count` of n bases (through `idx` when
+    /// given) spread over the `parts` partials `acc` and added to them.
+    BatchAdd batch_add_acc[group](
+        bases: Buf [if idx.is_none() { n as usize * group.affine_bytes() } else { 0 }],
+        idx: OptBuf [n as usize * 4], n: u32, count: OptBuf [4], parts: u32,
+        acc: Buf [parts as usize * group.xyzz_bytes()],
+    );
     /// scalars[i] times the fixed base of the window table, in affine form, for i < n.
     FixedBase fixed_base[group](
         table: Buf [nwin as usize * (1usize << w.saturating_sub(1)) * group.affine_bytes()],
@@ -292,13 +298,18 @@ kernels! {
     /// first/last partials (one per launched thread).
     Msm msm_accumulate[group](
         bases: Buf, base_idx: OptBuf, sorted: OptBuf, starts: Buf [(m as usize + 1) * 4],
-        m: u32, threads: u32, min_k: u32, buckets: Buf [m as usize * group.xyzz_bytes()],
-        first: Buf, last: Buf,
+        m: u32, threads: u32, min_k: u32,
+        buckets: Buf [m as usize * group.xyzz_bytes()], first: Buf, last: Buf,
     );
     /// Adds the thread partials of the buckets that cross threads.
     Msm msm_fixup[group](
-        starts: Buf [(m as usize + 1) * 4], m: u32, threads: u32, min_k: u32, first: Buf, last: Buf,
-        buckets: Buf [m as usize * group.xyzz_bytes()],
+        starts: Buf [(m as usize + 1) * 4], m: u32, threads: u32, min_k: u32,
+        first: Buf, last: Buf, buckets: Buf [m as usize * group.xyzz_bytes()],
+    );
+    /// dst[b] += src[b] for m buckets (a chunk's onto a streamed MSM's accumulators).
+    Msm msm_bucket_add[group](
+        src: Buf [m as usize * group.xyzz_bytes()], m: u32,
+        dst: Buf [m as usize * group.xyzz_bytes()],
     );
     /// Per bucket set, runs of `seg` buckets: Σ (b + 1)·B_b by running sums.
     Msm msm_segments[group](

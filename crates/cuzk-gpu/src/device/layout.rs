@@ -115,6 +115,43 @@ pub fn g2_from_jacobian(b: &[u8]) -> G2Projective {
     G2Projective::from_raw_unchecked(f2(0), f2(1), f2(2))
 }
 
+/// Which group an MSM runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// G1 over Fp.
+    G1,
+    /// G2 over Fp2.
+    G2,
+}
+
+impl Group {
+    /// Bytes of an affine base.
+    pub fn affine_bytes(self) -> usize {
+        match self {
+            Group::G1 => G1_AFFINE_BYTES,
+            Group::G2 => G2_AFFINE_BYTES,
+        }
+    }
+    /// Bytes of an XYZZ bucket.
+    pub fn xyzz_bytes(self) -> usize {
+        4 * self.affine_bytes() / 2
+    }
+    /// Bytes of a Jacobian result.
+    pub fn jacobian_bytes(self) -> usize {
+        match self {
+            Group::G1 => G1_JACOBIAN_BYTES,
+            Group::G2 => G2_JACOBIAN_BYTES,
+        }
+    }
+    /// Threads per block for point kernels: G2 uses about twice the registers.
+    pub(crate) fn block(self) -> u32 {
+        match self {
+            Group::G1 => 128,
+            Group::G2 => 64,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

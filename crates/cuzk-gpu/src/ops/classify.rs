@@ -13,7 +13,7 @@ use crate::device::launch;
 use crate::device::layout::{self, FR_BYTES};
 use crate::device::Device;
 use crate::error::{GpuError, Result};
-use crate::ops::msm::{scan_exclusive, scan_scratch_bytes, Group};
+use crate::ops::msm::{reduce_rows, scan_exclusive, scan_scratch_bytes, Group};
 
 /// Threads per block of the classification kernels (CLASSIFY_THREADS in classify.cu).
 const CLASSIFY_THREADS: u32 = 1024;
@@ -257,25 +257,97 @@ pub fn batch_add_enqueue(
         BATCH_K,
         &part_a,
     )?;
-    let (mut src, mut dst) = (&part_a, &part_b);
-    let mut len = nout as u32;
-    while len > 1 {
-        let k = crate::ops::msm::REDUCE_K.min(len);
-        let out_len = len.div_ceil(k);
-        launch::sum_groups(
-            dev,
-            group,
-            Device::grid(out_len as u64, group.block()),
-            src,
-            1,
-            len,
-            k,
-            dst,
-        )?;
-        std::mem::swap(&mut src, &mut dst);
-        len = out_len;
+    reduce_partials(dev, group, &part_a, nout, [&part_b, &part_a], out)
+}
+
+/// Partial sums a batch addition streamed in chunks keeps ([`batch_add_acc_enqueue`]): a
+/// chunk's ones spread over this many threads, each adding its share to its own partial.
+/// Enough threads to fill the device (as many as the plain batch addition launches for a
+/// 2^21-point chunk in G1), few enough that their reduction after the last chunk is short.
+pub fn batch_parts(group: Group) -> usize {
+    match group {
+        Group::G1 => 1 << 16,
+        Group::G2 => 1 << 15,
     }
-    launch::to_jacobian(dev, group, Device::grid(1, 32), src, out, 1)
+}
+
+/// Enqueues one chunk of a batch addition streamed in chunks: `Σ bases[idx[i]]` (or
+/// `Σ bases[i]`) for i < count (on the device; all n without it), spread over the
+/// `nparts` partials in `parts` and added to them; `parts` holds the earlier chunks' (all
+/// zero bytes before the first). [`batch_reduce_enqueue`] sums them after the last chunk.
+///
+/// # Errors
+/// [`GpuError::Input`] for short regions; driver errors.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_add_acc_enqueue(
+    dev: &Device,
+    group: Group,
+    bases: &DevRegion<'_>,
+    idx: Option<&DevRegion<'_>>,
+    n: usize,
+    count: Option<&DevRegion<'_>>,
+    parts: &DevRegion<'_>,
+    nparts: usize,
+) -> Result<()> {
+    if nparts == 0 || nparts > u32::MAX as usize {
+        return Err(GpuError::Input(format!("{nparts} batch partials")));
+    }
+    launch::batch_add_acc(
+        dev,
+        group,
+        Device::grid(nparts as u64, group.block()),
+        bases,
+        idx,
+        n as u32,
+        count,
+        nparts as u32,
+        parts,
+    )
+}
+
+/// Scratch bytes [`batch_reduce_enqueue`] takes for `nparts` partials.
+pub fn batch_reduce_scratch_bytes(group: Group, nparts: usize) -> usize {
+    Scratch::measure(|s| reduce_bufs(s, group, nparts).map(|_| ()))
+}
+
+fn reduce_bufs<'s>(
+    scratch: &'s Scratch<'_>,
+    group: Group,
+    nparts: usize,
+) -> Result<[DevRegion<'s>; 2]> {
+    let len = nparts.div_ceil(crate::ops::msm::REDUCE_K as usize).max(1) * group.xyzz_bytes();
+    Ok([scratch.alloc(len)?, scratch.alloc(len)?])
+}
+
+/// Enqueues the sum of the `nparts` XYZZ partials in `parts` (left unchanged) into `out`
+/// (Jacobian).
+///
+/// # Errors
+/// Arena or driver errors.
+pub fn batch_reduce_enqueue(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    group: Group,
+    parts: &DevRegion<'_>,
+    nparts: usize,
+    out: &DevRegion<'_>,
+) -> Result<()> {
+    let [a, b] = reduce_bufs(scratch, group, nparts)?;
+    reduce_partials(dev, group, parts, nparts, [&a, &b], out)
+}
+
+/// Sums the `len` XYZZ points at `src` ([`reduce_rows`] through `bufs`) and converts the
+/// sum to Jacobian into `out`.
+fn reduce_partials(
+    dev: &Device,
+    group: Group,
+    src: &DevRegion<'_>,
+    len: usize,
+    bufs: [&DevRegion<'_>; 2],
+    out: &DevRegion<'_>,
+) -> Result<()> {
+    let sum = reduce_rows(dev, group, src, 1, len as u32, bufs)?;
+    launch::to_jacobian(dev, group, Device::grid(1, 32), sum, out, 1)
 }
 
 /// [`batch_add_enqueue`] in G1 over all n points, waiting for the result (checks).

@@ -151,6 +151,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         no_host_registration: false,
         // Only `CUZK_GPU_TRACE=FILE` turns it on, for diagnosis.
         trace: None,
+        // Only `CUZK_GPU_WIDE_SPLIT` sets it, for measuring the ring.
+        wide_split: None,
+        // Only `CUZK_GPU_H_ACC` sets it, for measuring the H sum's accumulators.
+        h_acc: None,
     };
     if !tuning.with_env().install() {
         tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");

@@ -8,15 +8,16 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group as _};
 
 use super::{outcome, CheckOutcome};
-use crate::backend::sums::{OutRegions, Split};
+use crate::backend::sums::{AccRegions, OutRegions, Split};
 use crate::device::arena::{DevRegion, Scratch, VramArena};
 use crate::device::layout::{self, as_bytes, FR_BYTES};
 use crate::device::Device;
 use crate::diag::testdata::{random_g1, random_g2, random_scalars};
 use crate::error::Result;
-use crate::ops::classify::{batch_add_g1, classify};
+use crate::ops::classify::{batch_add_g1, batch_parts, classify};
 use crate::ops::msm::{
-    msm_g1, msm_g2, msm_streamed_g1, msm_streamed_g2, window_bits, windows, Group, MsmOut,
+    buckets_bytes, msm_g1, msm_g2, msm_streamed_g1, msm_streamed_g2, window_bits, windows, Group,
+    MsmOut, Shape,
 };
 
 /// Scalars with the edge cases mixed in: zeros, ones, r − 1, and random values.
@@ -52,6 +53,7 @@ fn split_sum<P>(
         windows: scratch.alloc(32 * jac)?,
         ones: scratch.alloc(jac)?,
         counts: scratch.alloc(8)?,
+        acc: None,
     };
     let c = window_bits(n.max(1));
     let split = Split { group, c, packed };
@@ -100,6 +102,79 @@ fn check_split<P: PartialEq>(
         ));
     }
     Ok(())
+}
+
+/// The split path of one group streamed in chunks of `chunk` points with accumulators
+/// (`Split::enqueue_acc`, as a split sum streamed in several chunks runs), with each
+/// accumulator width, must give `expect`: the ones' partials and the buckets carried from
+/// chunk to chunk, reduced once after the last.
+#[allow(clippy::too_many_arguments)]
+fn check_split_chunked<P: PartialEq>(
+    dev: &Device,
+    scratch: &mut Scratch<'_>,
+    group: Group,
+    bases: &DevRegion<'_>,
+    scalars: &DevRegion<'_>,
+    n: usize,
+    chunk: usize,
+    expect: P,
+    finish: fn(u32, &[u8], &[u8]) -> P,
+    seed: u64,
+    out: &mut Vec<CheckOutcome>,
+) -> Result<()> {
+    let (pb, jac) = (group.affine_bytes(), group.jacobian_bytes());
+    for (c, packed) in [(8u32, true), (13, false), (13, true)] {
+        scratch.reset();
+        let shape = Shape::plain(c);
+        let parts = scratch.alloc(batch_parts(group) * group.xyzz_bytes())?;
+        let buckets = scratch.alloc(buckets_bytes(&shape, group))?;
+        let windows_r = scratch.alloc(32 * jac)?;
+        let ones_r = scratch.alloc(jac)?;
+        let counts = scratch.alloc(8)?;
+        dev.memset_zero(&parts)?;
+        dev.memset_zero(&buckets)?;
+        let work = scratch.alloc(scratch.free().saturating_sub(1 << 16) & !0xffff)?;
+        let split = Split { group, c, packed };
+        let chunks = n.div_ceil(chunk).max(1);
+        for j in 0..chunks {
+            let (b, e) = (j * chunk, ((j + 1) * chunk).min(n));
+            let regions = OutRegions {
+                windows: windows_r,
+                ones: ones_r,
+                counts,
+                acc: Some(AccRegions {
+                    parts,
+                    buckets,
+                    last: j + 1 == chunks,
+                }),
+            };
+            let acc = regions.acc.as_ref().expect("accumulators");
+            let bs = bases.slice(b * pb, (e - b).max(1) * pb)?;
+            let sc = scalars.slice(b * FR_BYTES, (e - b).max(1) * FR_BYTES)?;
+            let ws = Scratch::within(&work);
+            split.enqueue_acc(dev, &ws, &bs, &sc, e - b, &regions, acc)?;
+        }
+        let mut w = vec![0u8; windows(c) as usize * jac];
+        dev.download(&mut w, &windows_r)?;
+        let mut o = vec![0u8; jac];
+        dev.download(&mut o, &ones_r)?;
+        out.push(outcome(
+            format!("split {group:?} chunked n={n} chunk={chunk} c={c} packed {packed}"),
+            finish(c, &w, &o) == expect,
+            seed,
+            "chunks accumulated (ones' partials, others' buckets) differ",
+        ));
+    }
+    Ok(())
+}
+
+/// Chunk sizes of the chunked split checks at n points: several chunks, the last one
+/// short, and one chunk of a single point at the end (none below 3 points).
+fn chunk_sizes(n: usize) -> Vec<usize> {
+    match n {
+        0..=2 => vec![],
+        _ => vec![n.div_ceil(3), n - 1],
+    }
 }
 
 /// The MSM sizes checked: 0, 1, 2^k, 2^k ± 1 and non-powers of two.
@@ -264,6 +339,21 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
             s,
             &mut out,
         )?;
+        for chunk in chunk_sizes(n) {
+            check_split_chunked(
+                dev,
+                &mut scratch,
+                g,
+                &bases_r,
+                &scal_r,
+                n,
+                chunk,
+                e1,
+                finish_g1,
+                s,
+                &mut out,
+            )?;
+        }
 
         scratch.reset();
         dev.upload(&bases_r, as_bytes(&g2))?;
@@ -287,6 +377,21 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
             s,
             &mut out,
         )?;
+        for chunk in chunk_sizes(n) {
+            check_split_chunked(
+                dev,
+                &mut scratch,
+                g,
+                &bases_r,
+                &scal_r,
+                n,
+                chunk,
+                e2,
+                finish_g2,
+                s,
+                &mut out,
+            )?;
+        }
 
         if n == 4097 {
             scratch.reset();

@@ -10,6 +10,7 @@ mod scan;
 mod streamed;
 mod table;
 
+pub use crate::device::layout::Group;
 pub use host::{msm_enqueue, msm_g1, msm_g2, MsmOut};
 
 pub(crate) use scan::{scan_exclusive, scan_scratch_bytes};
@@ -17,48 +18,11 @@ pub use streamed::{msm_streamed_g1, msm_streamed_g2};
 pub use table::{build_table_g1, msm_table_g1, table_scratch_bytes, WindowTable};
 
 use crate::device::arena::{DevRegion, Scratch};
-use crate::device::layout::{self, FR_BYTES};
+use crate::device::layout::FR_BYTES;
 use crate::device::{launch, Device, PhaseTimer};
 use crate::error::{GpuError, Result};
 use crate::ops::classify::STRIDE_THREADS;
 use crate::tuning::tuning;
-
-/// Which group an MSM runs in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Group {
-    /// G1 over Fp.
-    G1,
-    /// G2 over Fp2.
-    G2,
-}
-
-impl Group {
-    /// Bytes of an affine base.
-    pub fn affine_bytes(self) -> usize {
-        match self {
-            Group::G1 => layout::G1_AFFINE_BYTES,
-            Group::G2 => layout::G2_AFFINE_BYTES,
-        }
-    }
-    /// Bytes of an XYZZ bucket.
-    pub fn xyzz_bytes(self) -> usize {
-        4 * self.affine_bytes() / 2
-    }
-    /// Bytes of a Jacobian result.
-    pub fn jacobian_bytes(self) -> usize {
-        match self {
-            Group::G1 => layout::G1_JACOBIAN_BYTES,
-            Group::G2 => layout::G2_JACOBIAN_BYTES,
-        }
-    }
-    /// Threads per block for point kernels: G2 uses about twice the registers.
-    pub(crate) fn block(self) -> u32 {
-        match self {
-            Group::G1 => 128,
-            Group::G2 => 64,
-        }
-    }
-}
 
 /// Window size in bits for n points: among the c in 8..=20 whose top window holds at least
 /// 8 bits (8, 13, 16, 19, 20), the one that minimises the modelled cost
@@ -75,11 +39,16 @@ impl Group {
 /// sizes.
 pub fn window_bits(n: usize) -> u32 {
     tuning().msm_window_bits.unwrap_or_else(|| {
-        (8u32..=20)
-            .filter(|&c| top_window_bits(c) >= 8)
+        widths()
             .min_by_key(|&c| modelled_additions(n, c, windows(c)))
             .unwrap_or(16)
     })
+}
+
+/// The window widths an MSM may take: those in 8..=20 whose top window holds at least 8
+/// bits (8, 13, 16, 19, 20; see [`window_bits`]), narrowest first.
+pub(crate) fn widths() -> impl DoubleEndedIterator<Item = u32> {
+    (8u32..=20).filter(|&c| top_window_bits(c) >= 8)
 }
 
 /// Windows of c bits in a 256-bit scalar.
@@ -90,7 +59,7 @@ pub fn windows(c: u32) -> u32 {
 /// The cost model of [`window_bits`] and of the window tables: an MSM of n points with
 /// c-bit windows and `sets` bucket sets makes one addition per point and window, plus about
 /// three per bucket for the running sums.
-fn modelled_additions(n: usize, c: u32, sets: u32) -> u64 {
+pub(crate) fn modelled_additions(n: usize, c: u32, sets: u32) -> u64 {
     n as u64 * windows(c) as u64 + 3 * sets as u64 * (1u64 << (c - 1))
 }
 
@@ -195,49 +164,74 @@ pub fn scratch_bytes(group: Group, n: usize) -> usize {
 /// Scratch bytes of an MSM of (at most) n points of shape `s`, its window sums included.
 pub(crate) fn shape_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
     Scratch::measure(|sc| {
-        msm_bufs(sc, s, group, n)?;
+        sort_bufs(sc, s, group, n)?;
+        sc.alloc(buckets_bytes(s, group))?;
+        reduce_bufs(sc, s, group)?;
         sc.alloc(s.sets as usize * group.jacobian_bytes())
             .map(|_| ())
     })
 }
 
-/// The scratch regions of an MSM of (at most) n points of shape `s`.
-struct MsmBufs<'s> {
+/// Bytes of the buckets of shape `s` (XYZZ points; all zero bytes is every bucket empty).
+pub(crate) fn buckets_bytes(s: &Shape, group: Group) -> usize {
+    s.buckets() * group.xyzz_bytes()
+}
+
+/// Scratch bytes [`msm_accumulate_enqueue`] takes for (at most) n points of shape `s`:
+/// the sort's and the chunk's own buckets.
+pub(crate) fn accumulate_scratch_bytes(s: &Shape, group: Group, n: usize) -> usize {
+    Scratch::measure(|sc| {
+        sort_bufs(sc, s, group, n)?;
+        sc.alloc(buckets_bytes(s, group)).map(|_| ())
+    })
+}
+
+/// Scratch bytes [`msm_window_sums_enqueue`] takes for shape `s`.
+pub(crate) fn window_sums_scratch_bytes(s: &Shape, group: Group) -> usize {
+    Scratch::measure(|sc| reduce_bufs(sc, s, group).map(|_| ()))
+}
+
+/// The scratch regions of the sort and the bucket accumulation of (at most) n points of
+/// shape `s`.
+struct SortBufs<'s> {
     canon: DevRegion<'s>,
     counts: DevRegion<'s>,
     starts: DevRegion<'s>,
     cursor: DevRegion<'s>,
     sorted: DevRegion<'s>,
-    buckets: DevRegion<'s>,
-    part_a: DevRegion<'s>,
-    part_b: DevRegion<'s>,
     first: DevRegion<'s>,
     last: DevRegion<'s>,
     scan: DevRegion<'s>,
 }
 
-fn msm_bufs<'s>(
+fn sort_bufs<'s>(
     scratch: &'s Scratch<'_>,
     s: &Shape,
     group: Group,
     n: usize,
-) -> Result<MsmBufs<'s>> {
+) -> Result<SortBufs<'s>> {
     let m = s.buckets();
-    let part_len = s.sets as usize * s.nseg() as usize * group.xyzz_bytes();
     let acc = s.acc_grid(n) * group.xyzz_bytes();
-    Ok(MsmBufs {
+    Ok(SortBufs {
         canon: scratch.alloc(n * FR_BYTES)?,
         counts: scratch.alloc(m * 4)?,
         starts: scratch.alloc((m + 1) * 4)?,
         cursor: scratch.alloc(m * 4)?,
         sorted: scratch.alloc(n * s.nwin as usize * 4)?,
-        buckets: scratch.alloc(m * group.xyzz_bytes())?,
-        part_a: scratch.alloc(part_len)?,
-        part_b: scratch.alloc(part_len)?,
         first: scratch.alloc(acc)?,
         last: scratch.alloc(acc)?,
         scan: scratch.alloc(scan_scratch_bytes(m))?,
     })
+}
+
+/// The scratch regions of the running sums and their reduction (shape `s`).
+fn reduce_bufs<'s>(
+    scratch: &'s Scratch<'_>,
+    s: &Shape,
+    group: Group,
+) -> Result<[DevRegion<'s>; 2]> {
+    let part_len = s.sets as usize * s.nseg() as usize * group.xyzz_bytes();
+    Ok([scratch.alloc(part_len)?, scratch.alloc(part_len)?])
 }
 
 /// Scratch bytes an MSM of n points needs in whichever group needs more.
@@ -324,16 +318,10 @@ fn enqueue_shape(
     input: &MsmInput<'_>,
     out: &DevRegion<'_>,
 ) -> Result<()> {
-    let (n, count) = (input.n, input.count);
-    let m = s.buckets();
-    if (n as u64) * (s.nwin as u64) >= u32::MAX as u64 {
-        return Err(GpuError::Input(format!(
-            "msm of {n} points exceeds the 32-bit sort index"
-        )));
-    }
-    let n32 = n as u32;
-    let b = msm_bufs(scratch, s, group, n)?;
-    let nseg = s.nseg();
+    let n = input.n;
+    let b = sort_bufs(scratch, s, group, n)?;
+    let buckets = scratch.alloc(buckets_bytes(s, group))?;
+    let parts = reduce_bufs(scratch, s, group)?;
     let mut prof = PhaseTimer::start(dev, || {
         format!("msm {group:?} n<={n} c={} sets={}", s.c, s.sets)
     })?;
@@ -343,6 +331,93 @@ fn enqueue_shape(
             None => Ok(()),
         }
     };
+    sort_accumulate(dev, &b, group, s, input, &buckets, &mut mark)?;
+    window_sums(dev, &parts, group, s, &buckets, out, &mut mark)?;
+    if let Some(p) = prof {
+        p.report()?;
+    }
+    Ok(())
+}
+
+/// Enqueues the sort and accumulation of `input` (shape `s`, a plain MSM) added into
+/// `buckets`, which hold earlier sums (all zero bytes before the first): one chunk of a
+/// sum streamed in chunks, whose buckets are summed once, after its last chunk
+/// ([`msm_window_sums_enqueue`]). Nothing waits; a count on the device bounds the work.
+///
+/// # Errors
+/// [`GpuError::Input`] for a bad input or short buckets; arena or driver errors.
+pub(crate) fn msm_accumulate_enqueue(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    group: Group,
+    s: &Shape,
+    input: &MsmInput<'_>,
+    buckets: &DevRegion<'_>,
+) -> Result<()> {
+    input.check(group)?;
+    if buckets.bytes() < buckets_bytes(s, group) {
+        return Err(GpuError::Input(format!(
+            "{} buckets in a {}-byte region",
+            s.buckets(),
+            buckets.bytes()
+        )));
+    }
+    let b = sort_bufs(scratch, s, group, input.n)?;
+    let chunk = scratch.alloc(buckets_bytes(s, group))?;
+    sort_accumulate(dev, &b, group, s, input, &chunk, &mut |_| Ok(()))?;
+    let m = s.buckets();
+    launch::msm_bucket_add(
+        dev,
+        group,
+        Device::grid(m as u64, group.block()),
+        &chunk,
+        m as u32,
+        buckets,
+    )
+}
+
+/// Enqueues the window sums of `buckets` (shape `s`) into `out`.
+///
+/// # Errors
+/// [`GpuError::Input`] for short regions; arena or driver errors.
+pub(crate) fn msm_window_sums_enqueue(
+    dev: &Device,
+    scratch: &Scratch<'_>,
+    group: Group,
+    s: &Shape,
+    buckets: &DevRegion<'_>,
+    out: &DevRegion<'_>,
+) -> Result<()> {
+    if out.bytes() < s.sets as usize * group.jacobian_bytes() {
+        return Err(GpuError::Input(format!(
+            "{} window sums in a {}-byte region",
+            s.sets,
+            out.bytes()
+        )));
+    }
+    let parts = reduce_bufs(scratch, s, group)?;
+    window_sums(dev, &parts, group, s, buckets, out, &mut |_| Ok(()))
+}
+
+/// The sort of `input`'s digits by bucket and the accumulation into `buckets` (every
+/// one written: infinity where empty).
+fn sort_accumulate(
+    dev: &Device,
+    b: &SortBufs<'_>,
+    group: Group,
+    s: &Shape,
+    input: &MsmInput<'_>,
+    buckets: &DevRegion<'_>,
+    mark: &mut dyn FnMut(&'static str) -> Result<()>,
+) -> Result<()> {
+    let (n, count) = (input.n, input.count);
+    let m = s.buckets();
+    if (n as u64) * (s.nwin as u64) >= u32::MAX as u64 {
+        return Err(GpuError::Input(format!(
+            "msm of {n} points exceeds the 32-bit sort index"
+        )));
+    }
+    let n32 = n as u32;
     dev.memset_zero(&b.counts)?;
 
     // Region sizes: canon holds n scalars, counts/cursor m and starts m + 1 words, sorted
@@ -405,47 +480,72 @@ fn enqueue_shape(
         &b.starts,
         m,
         s.acc_grid(n),
-        &b.buckets,
+        buckets,
         (&b.first, &b.last),
-        &mut mark,
-    )?;
-    let (nb, seg) = (s.nb, s.seg());
+        mark,
+    )
+}
+
+/// The running sums of each bucket set's buckets, their reduction to one sum per set and
+/// its conversion to Jacobian into `out`.
+fn window_sums(
+    dev: &Device,
+    parts: &[DevRegion<'_>; 2],
+    group: Group,
+    s: &Shape,
+    buckets: &DevRegion<'_>,
+    out: &DevRegion<'_>,
+    mark: &mut dyn FnMut(&'static str) -> Result<()>,
+) -> Result<()> {
+    let (nb, seg, nseg, sets) = (s.nb, s.seg(), s.nseg(), s.sets);
     launch::msm_segments(
         dev,
         group,
         Device::grid(sets as u64 * nseg as u64, group.block()),
-        &b.buckets,
+        buckets,
         nb,
         sets,
         seg,
-        &b.part_a,
+        &parts[0],
     )?;
     mark("segments")?;
-    let (mut src, mut dst) = (&b.part_a, &b.part_b);
-    let mut len = nseg;
+    let src = reduce_rows(dev, group, &parts[0], sets, nseg, [&parts[1], &parts[0]])?;
+    mark("reduce")?;
+    launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, out, sets)?;
+    mark("to_jacobian")
+}
+
+/// Reduces `rows` rows of `len` XYZZ points at `src` to one point per row by factors of
+/// REDUCE_K, alternating between `bufs` (the second may be `src`: it is written only once
+/// the first level has read it); returns the region holding the sums (`src` when `len`
+/// is at most 1).
+pub(crate) fn reduce_rows<'r>(
+    dev: &Device,
+    group: Group,
+    src: &'r DevRegion<'r>,
+    rows: u32,
+    len: u32,
+    bufs: [&'r DevRegion<'r>; 2],
+) -> Result<&'r DevRegion<'r>> {
+    let (mut src, mut len, mut next) = (src, len.max(1), 0);
     while len > 1 {
         let k = REDUCE_K.min(len);
         let out_len = len.div_ceil(k);
         launch::sum_groups(
             dev,
             group,
-            Device::grid(sets as u64 * out_len as u64, group.block()),
+            Device::grid(rows as u64 * out_len as u64, group.block()),
             src,
-            sets,
+            rows,
             len,
             k,
-            dst,
+            bufs[next],
         )?;
-        std::mem::swap(&mut src, &mut dst);
+        src = bufs[next];
+        next ^= 1;
         len = out_len;
     }
-    mark("reduce")?;
-    launch::to_jacobian(dev, group, Device::grid(sets as u64, 32), src, out, sets)?;
-    mark("to_jacobian")?;
-    if let Some(p) = prof {
-        p.report()?;
-    }
-    Ok(())
+    Ok(src)
 }
 
 /// The points a bucket accumulation reads: `bases[base_idx[j]]` (or `bases[j]`) for the
