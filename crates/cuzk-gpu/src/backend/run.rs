@@ -20,6 +20,7 @@ use super::sums::{enqueue_chunk, enqueue_streamed, HostPoints, OutRegions, Outpu
 use super::{GpuBackend, Shared};
 use crate::device::arena::{DevRegion, VramArena};
 use crate::device::layout::{as_bytes, FR_BYTES};
+use crate::device::pinned::HostRegistration;
 use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
 use crate::ops::msm::window_bits;
@@ -81,6 +82,81 @@ impl Scalars<'_> {
             Query::BG1 | Query::BG2 => self.vecs.get(SlotVec::ScalarsB),
         };
         r.slice(0, n * FR_BYTES)
+    }
+}
+
+/// What one prove's kernels work on: its plan, the regions carved for it from the shared
+/// arena (NTT tables, results and accumulators, the streamed chunk buffers), the slot's
+/// vectors with a, b, c and the sums' scalars, and the resident matrices.
+struct Call<'a> {
+    plan: &'a ProvePlan,
+    arena: &'a VramArena,
+    vecs: &'a SlotVecs<'a>,
+    matrices: Option<&'a ResidentMatrices>,
+    ntt: NttPlan<'a>,
+    abc: [DevRegion<'a>; 3],
+    scalars: Scalars<'a>,
+    outputs: Outputs<'a>,
+    bufs: Option<[DevRegion<'a>; 2]>,
+}
+
+impl<'a> Call<'a> {
+    /// Carves the plan's regions from `arena` (reset): the NTT tables first, then the
+    /// results and the accumulators, zeroed (every point at infinity).
+    fn carve(
+        dev: &Device,
+        arena: &'a VramArena,
+        plan: &'a ProvePlan,
+        vecs: &'a SlotVecs<'a>,
+        matrices: Option<&'a ResidentMatrices>,
+    ) -> Result<Call<'a>> {
+        let ntt = NttPlan::new(dev, arena, plan.shape.lg)?;
+        if arena.used() > plan.ntt_bytes {
+            return Err(GpuError::Internal(format!(
+                "ntt tables took {} bytes, the plan has {}",
+                arena.used(),
+                plan.ntt_bytes
+            )));
+        }
+        let region = |(off, bytes): (usize, usize)| arena.region(off, bytes);
+        let outputs = Outputs {
+            results: region(plan.results)?,
+            accs: match plan.accs {
+                (_, 0) => None,
+                accs => Some(region(accs)?),
+            },
+        };
+        if let Some(accs) = &outputs.accs {
+            dev.memset_zero(accs)?;
+        }
+        let abc = [
+            vecs.get(SlotVec::A),
+            vecs.get(SlotVec::B),
+            vecs.get(SlotVec::C),
+        ];
+        let bufs = match plan.chunk_bufs {
+            Some([d0, d1]) => Some([region(d0)?, region(d1)?]),
+            None => None,
+        };
+        Ok(Call {
+            plan,
+            arena,
+            vecs,
+            matrices,
+            ntt,
+            scalars: Scalars {
+                vecs,
+                h_coeffs: abc[1],
+            },
+            abc,
+            outputs,
+            bufs,
+        })
+    }
+
+    /// The arena region at `(offset, bytes)`.
+    fn region(&self, (off, bytes): (usize, usize)) -> Result<DevRegion<'a>> {
+        self.arena.region(off, bytes)
     }
 }
 
@@ -162,6 +238,61 @@ impl GpuBackend {
         } else {
             None
         };
+        let Shared { arena, stream_pins } = self.shared_for(shared, &plan, srs)?;
+        let call = Call::carve(dev, arena, &plan, vecs, matrices)?;
+        let mut timer = StageTimer::start(dev)?;
+        report.push(ProveStage::GpuSetup, t.elapsed());
+
+        let registered = self.registered(srs);
+        let reg = registered.as_ref().and_then(|r| r.0.as_ref());
+        // A streamed SRS from registered memory, with the L and A scalars on the device as
+        // soon as the quotient is done: all five sums run through one ring.
+        if let (None, Some(bufs), Some(reg), true) =
+            (resident, call.bufs, reg, vecs.witness_at().early())
+        {
+            return self.ring_prove(&call, shape, srs, reg, bufs, timer, report, stage, ready);
+        }
+        // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
+        self.quotient(&call, stage, ready)?;
+        timer.mark(ProveStage::NttH)?;
+        let lane_timer = match resident {
+            Some(r) => self.resident_sums(&call, r, lane, &mut timer, stage, ready)?,
+            None => {
+                let bufs = call
+                    .bufs
+                    .ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
+                let mut sb = StreamBufs {
+                    device: bufs,
+                    pinned: [stream_pins[0].take(), stream_pins[1].take()],
+                    consumed: [dev.timing_event()?, dev.timing_event()?],
+                    used: [false; 2],
+                    scratch: call.region(plan.scratch[0])?,
+                };
+                let r = self.enqueue_all_streamed(&call, &mut sb, srs, &mut timer, stage, ready);
+                *stream_pins = sb.pinned;
+                r?;
+                None
+            }
+        };
+        self.finish(
+            &plan,
+            shape,
+            &call.outputs.results,
+            timer,
+            lane_timer,
+            report,
+        )
+    }
+
+    /// The shared prove arena, made (or remade larger) for `plan`, reset, with pinned
+    /// bounce buffers for a streamed SRS whose points are not registered.
+    fn shared_for<'s>(
+        &self,
+        shared: &'s mut Option<Shared>,
+        plan: &ProvePlan,
+        srs: &Srs,
+    ) -> Result<&'s mut Shared> {
+        let dev = &self.dev;
         if shared.as_ref().is_none_or(|s| s.arena.size() < plan.total) {
             // Free the old one first: both may not fit.
             let old = shared.take().map(|s| s.arena.size());
@@ -179,9 +310,7 @@ impl GpuBackend {
         let sh = shared
             .as_mut()
             .ok_or_else(|| GpuError::Internal("shared scratch missing".into()))?;
-        // Bounce buffers only for a streamed SRS whose points are not registered.
-        let bounce = plan.chunk_bufs.filter(|_| self.registered(srs).is_none());
-        if let Some([(_, bytes), _]) = bounce {
+        if let Some([(_, bytes), _]) = plan.chunk_bufs.filter(|_| self.registered(srs).is_none()) {
             for pin in &mut sh.stream_pins {
                 if pin.as_ref().is_none_or(|p| p.len() < bytes) {
                     *pin = None;
@@ -190,238 +319,193 @@ impl GpuBackend {
             }
         }
         sh.arena.reset();
-        let arena = &sh.arena;
-        let ntt = NttPlan::new(dev, arena, shape.lg)?;
-        if arena.used() > plan.ntt_bytes {
-            return Err(GpuError::Internal(format!(
-                "ntt tables took {} bytes, the plan has {}",
-                arena.used(),
-                plan.ntt_bytes
-            )));
-        }
-        let region = |(off, bytes): (usize, usize)| arena.region(off, bytes);
-        let results = region(plan.results)?;
-        let outputs = Outputs {
-            results,
-            accs: match plan.accs {
-                (_, 0) => None,
-                accs => Some(region(accs)?),
-            },
-        };
-        if let Some(accs) = &outputs.accs {
-            // The accumulators start empty (all zero bytes: every point at infinity).
-            dev.memset_zero(accs)?;
-        }
-        let mut timer = StageTimer::start(dev)?;
-        report.push(ProveStage::GpuSetup, t.elapsed());
+        Ok(sh)
+    }
 
-        let abc = [
-            vecs.get(SlotVec::A),
-            vecs.get(SlotVec::B),
-            vecs.get(SlotVec::C),
-        ];
-        let scalars = Scalars {
-            vecs,
-            h_coeffs: abc[1],
-        };
-        let registered = self.registered(srs);
-        let reg = registered.as_ref().and_then(|r| r.0.as_ref());
-        let bufs = match plan.chunk_bufs {
-            Some([d0, d1]) => Some([region(d0)?, region(d1)?]),
-            None => None,
-        };
-        // A streamed SRS from registered memory, with the L and A scalars on the device as
-        // soon as the quotient is done: all five sums run through one ring, the copy-bound
-        // L, A and B sums between the compute-bound H sum's chunks.
-        if let (None, Some(bufs), Some(reg), true) =
-            (resident, bufs, reg, vecs.witness_at().early())
-        {
-            let mut ring = Ring::new(dev, &bufs)?;
-            let scratch = region(plan.scratch[0])?;
-            let group_start = Instant::now();
-            let timer_ref = &mut timer;
-            let ring_ref = &mut ring;
-            dev.upload_scope(|up| -> Result<()> {
-                let (timer, ring) = (&mut *timer_ref, &mut *ring_ref);
-                let mut group = Vec::with_capacity(Query::ALL.len());
-                for q in Query::ALL {
-                    let sum = &plan.sums[q as usize];
-                    let scalars = scalars.of(q, sum.n)?;
-                    let HostPoints::Memory(host) = host_points(srs, q) else {
-                        return Err(GpuError::Internal("registered points not in memory".into()));
-                    };
-                    group.push(RingSum { sum, host, scalars });
-                }
-                // A split slot's B scalars go over the head of the quotient's coefficients
-                // once the H sum has read them there (its first `b_read` chunks); the B
-                // sums start B_LEAD H chunks later, by when they are up.
-                let h = &plan.sums[Query::H as usize];
-                let b_read = match vecs.witness_at() {
-                    WitnessAt::Split => plan.sums[Query::BG1 as usize]
-                        .n
-                        .div_ceil(h.chunk)
-                        .min(h.chunks),
-                    _ => 0,
+    /// The streamed SRS's five sums through one ring, the copy-bound L, A and B sums
+    /// between the compute-bound H sum's chunks, the first round's copies under the
+    /// quotient; then the download and each query's device time.
+    #[allow(clippy::too_many_arguments)]
+    fn ring_prove(
+        &self,
+        call: &Call<'_>,
+        shape: &SlotShape,
+        srs: &Srs,
+        reg: &HostRegistration,
+        bufs: [DevRegion<'_>; 2],
+        mut timer: StageTimer<'_>,
+        report: &mut ProveReport,
+        stage: &mut ProveStage,
+        ready: Ready<'_>,
+    ) -> Result<MsmOutputs> {
+        let (dev, plan) = (&self.dev, call.plan);
+        let mut ring = Ring::new(dev, &bufs)?;
+        let scratch = call.region(plan.scratch[0])?;
+        let group_start = Instant::now();
+        let ring_ref = &mut ring;
+        let timer_ref = &mut timer;
+        dev.upload_scope(|up| -> Result<()> {
+            let (timer, ring) = (&mut *timer_ref, &mut *ring_ref);
+            let mut group = Vec::with_capacity(Query::ALL.len());
+            for q in Query::ALL {
+                let sum = &plan.sums[q as usize];
+                let scalars = call.scalars.of(q, sum.n)?;
+                let HostPoints::Memory(host) = host_points(srs, q) else {
+                    return Err(GpuError::Internal("registered points not in memory".into()));
                 };
-                let b_after = (b_read + B_LEAD).min(h.chunks);
-                let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
-                let order = interleave_order(&chunks, RING, &[0, 0, 0, b_after, b_after]);
-                let widths = group
-                    .iter()
-                    .map(|g| g.width(ring.slot_bytes()))
-                    .collect::<Result<Vec<_>>>()?;
-                let places =
-                    ring_places(&order.iter().map(|&(g, _)| widths[g]).collect::<Vec<_>>());
-                // Each chunk's copy is enqueued once the sum of the chunk last in its slots
-                // is (`summed`: how many sums are enqueued); the first round's copies go
-                // first, under the quotient.
-                let copy_ready =
-                    |ring: &mut Ring<'_>, copies: &mut usize, summed: usize| -> Result<()> {
-                        while let Some(&(g, j)) = order.get(*copies) {
-                            if places[*copies].after.is_some_and(|a| a >= summed) {
-                                break;
-                            }
-                            ring.copy(dev, up, reg, &group[g], j, places[*copies])?;
-                            *copies += 1;
+                group.push(RingSum { sum, host, scalars });
+            }
+            // A split slot's B scalars go over the head of the quotient's coefficients
+            // once the H sum has read them there (its first `b_read` chunks); the B
+            // sums start B_LEAD H chunks later, by when they are up.
+            let h = &plan.sums[Query::H as usize];
+            let b_read = match call.vecs.witness_at() {
+                WitnessAt::Split => plan.sums[Query::BG1 as usize]
+                    .n
+                    .div_ceil(h.chunk)
+                    .min(h.chunks),
+                _ => 0,
+            };
+            let b_after = (b_read + B_LEAD).min(h.chunks);
+            let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
+            let order = interleave_order(&chunks, RING, &[0, 0, 0, b_after, b_after]);
+            let widths = group
+                .iter()
+                .map(|g| g.width(ring.slot_bytes()))
+                .collect::<Result<Vec<_>>>()?;
+            let places = ring_places(&order.iter().map(|&(g, _)| widths[g]).collect::<Vec<_>>());
+            // Each chunk's copy is enqueued once the sum of the chunk last in its slots
+            // is (`summed`: how many sums are enqueued); the first round's copies go
+            // first, under the quotient.
+            let copy_ready =
+                |ring: &mut Ring<'_>, copies: &mut usize, summed: usize| -> Result<()> {
+                    while let Some(&(g, j)) = order.get(*copies) {
+                        if places[*copies].after.is_some_and(|a| a >= summed) {
+                            break;
                         }
-                        Ok(())
-                    };
-                let mut copies = 0;
-                copy_ready(ring, &mut copies, 0)?;
-                let span = ring.span_begin(dev, "quotient")?;
-                self.quotient(&ntt, matrices, vecs, abc, stage, ready)?;
-                ring.span_end(dev, span)?;
-                timer.mark(ProveStage::NttH)?;
-                for q in Query::ALL {
-                    *stage = stage_of(q);
-                    self.fault_at(*stage)?;
+                        ring.copy(dev, up, reg, &group[g], j, places[*copies])?;
+                        *copies += 1;
+                    }
+                    Ok(())
+                };
+            let mut copies = 0;
+            copy_ready(ring, &mut copies, 0)?;
+            let span = ring.span_begin(dev, "quotient")?;
+            self.quotient(call, stage, ready)?;
+            ring.span_end(dev, span)?;
+            timer.mark(ProveStage::NttH)?;
+            for q in Query::ALL {
+                *stage = stage_of(q);
+                self.fault_at(*stage)?;
+            }
+            *stage = ProveStage::MsmH;
+            // The L and A scalars go up now (over a and c, which the quotient has
+            // read); the compute stream waits for them only at the first L or A sum,
+            // after the head's H chunks.
+            ready(3, None)?;
+            if b_read == 0 {
+                ready(4, None)?;
+            }
+            let (mut la_up, mut b_up) = (false, false);
+            for (i, &(g, j)) in order.iter().enumerate() {
+                if (g == Query::L as usize || g == Query::A as usize) && !la_up {
+                    ready(3, Some(dev))?;
+                    la_up = true;
                 }
-                *stage = ProveStage::MsmH;
-                // The L and A scalars go up now (over a and c, which the quotient has
-                // read); the compute stream waits for them only at the first L or A sum,
-                // after the head's H chunks.
-                ready(3, None)?;
-                if b_read == 0 {
+                if g >= Query::BG1 as usize && !b_up {
+                    ready(4, Some(dev))?;
+                    b_up = true;
+                }
+                // A sum waits on its copy's event: that copy must be enqueued first
+                // (every copy's `after` is an earlier chunk, so it is).
+                if copies <= i {
+                    return Err(GpuError::Internal(format!(
+                        "ring chunk {i} summed before its copy was enqueued"
+                    )));
+                }
+                ring.sum(dev, &scratch, &group[g], j, places[i], &call.outputs)?;
+                copy_ready(ring, &mut copies, i + 1)?;
+                if g == Query::H as usize && j + 1 == b_read {
                     ready(4, None)?;
                 }
-                let (mut la_up, mut b_up) = (false, false);
-                for (i, &(g, j)) in order.iter().enumerate() {
-                    if (g == Query::L as usize || g == Query::A as usize) && !la_up {
-                        ready(3, Some(dev))?;
-                        la_up = true;
-                    }
-                    if g >= Query::BG1 as usize && !b_up {
-                        ready(4, Some(dev))?;
-                        b_up = true;
-                    }
-                    // A sum waits on its copy's event: that copy must be enqueued first
-                    // (every copy's `after` is an earlier chunk, so it is).
-                    if copies <= i {
-                        return Err(GpuError::Internal(format!(
-                            "ring chunk {i} summed before its copy was enqueued"
-                        )));
-                    }
-                    ring.sum(dev, &scratch, &group[g], j, places[i], &outputs)?;
-                    copy_ready(ring, &mut copies, i + 1)?;
-                    if g == Query::H as usize && j + 1 == b_read {
-                        ready(4, None)?;
-                    }
-                }
-                if !la_up {
-                    ready(3, Some(dev))?;
-                }
-                if !b_up {
-                    ready(4, Some(dev))?;
-                }
-                Ok(())
-            })??;
-            let group_wall = group_start.elapsed();
-            let out = self.finish(&plan, shape, &results, timer, None, report);
-            // The five sums interleave: each query's device time is its chunks' sum, and
-            // the host's wall of enqueueing them all is the H stage's.
-            if out.is_ok() {
-                let times = ring.query_times(dev)?;
-                for q in Query::ALL {
-                    let wall = match q {
-                        Query::H => group_wall,
-                        _ => std::time::Duration::ZERO,
-                    };
-                    report.push_device(stage_of(q), wall, times[q as usize]);
-                }
             }
-            ring.write_trace(dev, shape.lg)?;
-            return out;
+            if !la_up {
+                ready(3, Some(dev))?;
+            }
+            if !b_up {
+                ready(4, Some(dev))?;
+            }
+            Ok(())
+        })??;
+        let group_wall = group_start.elapsed();
+        let out = self.finish(plan, shape, &call.outputs.results, timer, None, report);
+        // The five sums interleave: each query's device time is its chunks' sum, and
+        // the host's wall of enqueueing them all is the H stage's.
+        if out.is_ok() {
+            let times = ring.query_times(dev)?;
+            for q in Query::ALL {
+                let wall = match q {
+                    Query::H => group_wall,
+                    _ => std::time::Duration::ZERO,
+                };
+                report.push_device(stage_of(q), wall, times[q as usize]);
+            }
         }
+        ring.write_trace(dev, shape.lg)?;
+        out
+    }
 
-        // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
-        self.quotient(&ntt, matrices, vecs, abc, stage, ready)?;
-        timer.mark(ProveStage::NttH)?;
-
+    /// The resident SRS's sums: H on the compute stream, then the witness sums on the
+    /// lane (in scratch of their own) or after it on the same stream; returns the lane's
+    /// timer.
+    fn resident_sums<'l>(
+        &self,
+        call: &Call<'_>,
+        r: &ResidentSrs,
+        lane: Option<&'l Arc<Device>>,
+        timer: &mut StageTimer<'l>,
+        stage: &mut ProveStage,
+        ready: Ready<'_>,
+    ) -> Result<Option<StageTimer<'l>>> {
+        let (dev, plan) = (&self.dev, call.plan);
         let mut lane_timer = None;
-        match resident {
-            Some(r) => r.with_regions(|q| {
-                let scratch = [region(plan.scratch[0])?, region(plan.scratch[1])?];
-                // The H sum on the compute stream, then the witness sums on the lane (in
-                // scratch of their own) or after it on the same stream.
-                let h = &plan.sums[Query::H as usize];
-                self.enqueue_resident(dev, h, &q, &scratch[0], &scalars, &outputs, stage)?;
-                timer.mark(ProveStage::MsmH)?;
-                let (wdev, wscratch, wtimer) = match lane {
-                    Some(lane) => {
-                        let lt = lane_timer.insert(StageTimer::start(lane)?);
-                        (lane, &scratch[1], lt)
-                    }
-                    None => (dev, &scratch[0], &mut timer),
-                };
-                ready(3, Some(wdev))?;
-                ready(4, Some(wdev))?;
-                for sum in &plan.sums[1..] {
-                    self.enqueue_resident(wdev, sum, &q, wscratch, &scalars, &outputs, stage)?;
-                    wtimer.mark(stage_of(sum.query))?;
+        r.with_regions(|q| {
+            let scratch = [call.region(plan.scratch[0])?, call.region(plan.scratch[1])?];
+            let h = &plan.sums[Query::H as usize];
+            self.enqueue_resident(dev, h, &q, &scratch[0], call, stage)?;
+            timer.mark(ProveStage::MsmH)?;
+            let (wdev, wscratch, wtimer) = match lane {
+                Some(lane) => {
+                    let lt = lane_timer.insert(StageTimer::start(lane)?);
+                    (lane, &scratch[1], lt)
                 }
-                if let Some(lane) = lane {
-                    // The results are read after the lane's sums.
-                    let done = lane.timing_event()?;
-                    lane.record(&done)?;
-                    dev.wait_on(&done)?;
-                }
-                Ok(())
-            })?,
-            None => {
-                let bufs =
-                    bufs.ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
-                let mut sb = StreamBufs {
-                    device: bufs,
-                    pinned: [sh.stream_pins[0].take(), sh.stream_pins[1].take()],
-                    consumed: [dev.timing_event()?, dev.timing_event()?],
-                    used: [false; 2],
-                    scratch: region(plan.scratch[0])?,
-                };
-                let r = self.enqueue_all_streamed(
-                    &plan, &mut sb, srs, &scalars, &outputs, &mut timer, stage, ready,
-                );
-                sh.stream_pins = sb.pinned;
-                r?;
+                None => (dev, &scratch[0], &mut *timer),
+            };
+            ready(3, Some(wdev))?;
+            ready(4, Some(wdev))?;
+            for sum in &plan.sums[1..] {
+                self.enqueue_resident(wdev, sum, &q, wscratch, call, stage)?;
+                wtimer.mark(stage_of(sum.query))?;
             }
-        }
-        self.finish(&plan, shape, &results, timer, lane_timer, report)
+            if let Some(lane) = lane {
+                // The results are read after the lane's sums.
+                let done = lane.timing_event()?;
+                lane.record(&done)?;
+                dev.wait_on(&done)?;
+            }
+            Ok(())
+        })?;
+        Ok(lane_timer)
     }
 
     /// a, b, c from the uploaded witness when the matrices are resident, then the quotient
     /// H = (A·B − C)/Z on the coset g·H, its coefficients into `abc[1]`.
-    fn quotient(
-        &self,
-        ntt: &NttPlan<'_>,
-        matrices: Option<&ResidentMatrices>,
-        vecs: &SlotVecs<'_>,
-        abc: [DevRegion<'_>; 3],
-        stage: &mut ProveStage,
-        ready: Ready<'_>,
-    ) -> Result<()> {
+    fn quotient(&self, call: &Call<'_>, stage: &mut ProveStage, ready: Ready<'_>) -> Result<()> {
+        let (vecs, abc) = (call.vecs, &call.abc);
         let dev = &self.dev;
         *stage = ProveStage::NttH;
         self.fault_at(ProveStage::NttH)?;
-        if let Some(m) = matrices {
+        if let Some(m) = call.matrices {
             // a = A·z, b = B·z, c = C·z from the uploaded witness: the inputs lead the A
             // scalars, the aux are the L scalars; the rows past them are zero.
             ready(3, Some(dev))?;
@@ -431,7 +515,7 @@ impl GpuBackend {
                     .get(SlotVec::ScalarsA)
                     .slice(0, layout.n_inputs() * FR_BYTES)?;
                 let z_aux = vecs.get(SlotVec::L).slice(0, layout.n_aux() * FR_BYTES)?;
-                for v in &abc {
+                for v in abc {
                     let tail = v.bytes().saturating_sub(rows * FR_BYTES);
                     if tail > 0 {
                         dev.memset_zero(&v.slice(rows * FR_BYTES, tail)?)?;
@@ -447,9 +531,10 @@ impl GpuBackend {
                 )
             })?;
         }
-        ntt.quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| {
-            ready(k, Some(dev))
-        })
+        call.ntt
+            .quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| {
+                ready(k, Some(dev))
+            })
     }
 
     /// The one download of the results (it waits for the compute stream, which waited
@@ -489,15 +574,13 @@ impl GpuBackend {
     }
 
     /// Enqueues one resident sum on `dev`'s stream (a failed stage is named first).
-    #[allow(clippy::too_many_arguments)]
     fn enqueue_resident(
         &self,
         dev: &Arc<Device>,
         sum: &SumPlan,
         queries: &[DevRegion<'_>; 5],
         scratch: &DevRegion<'_>,
-        scalars: &Scalars<'_>,
-        results: &Outputs<'_>,
+        call: &Call<'_>,
         stage: &mut ProveStage,
     ) -> Result<()> {
         *stage = stage_of(sum.query);
@@ -505,8 +588,8 @@ impl GpuBackend {
         if sum.chunks == 0 {
             return Ok(());
         }
-        let sc = scalars.of(sum.query, sum.n)?;
-        let out = OutRegions::of(results, sum, 0)?;
+        let sc = call.scalars.of(sum.query, sum.n)?;
+        let out = OutRegions::of(&call.outputs, sum, 0)?;
         enqueue_chunk(
             dev,
             scratch,
@@ -520,14 +603,11 @@ impl GpuBackend {
 
     /// The five sums with the SRS streamed from host memory, one after another on the
     /// compute stream.
-    #[allow(clippy::too_many_arguments)]
     fn enqueue_all_streamed(
         &self,
-        plan: &ProvePlan,
+        call: &Call<'_>,
         sb: &mut StreamBufs<'_>,
         srs: &Srs,
-        scalars: &Scalars<'_>,
-        results: &Outputs<'_>,
         timer: &mut StageTimer<'_>,
         stage: &mut ProveStage,
         ready: Ready<'_>,
@@ -535,7 +615,7 @@ impl GpuBackend {
         let dev = &self.dev;
         let registered = self.registered(srs);
         let reg = registered.as_ref().and_then(|r| r.0.as_ref());
-        for sum in &plan.sums {
+        for sum in &call.plan.sums {
             *stage = stage_of(sum.query);
             self.fault_at(*stage)?;
             match sum.query {
@@ -544,8 +624,8 @@ impl GpuBackend {
                 _ => {}
             }
             let host = host_points(srs, sum.query);
-            let sc = scalars.of(sum.query, sum.n)?;
-            enqueue_streamed(dev, sb, sum, host, reg, &sc, results)?;
+            let sc = call.scalars.of(sum.query, sum.n)?;
+            enqueue_streamed(dev, sb, sum, host, reg, &sc, &call.outputs)?;
             timer.mark(*stage)?;
         }
         Ok(())
