@@ -76,6 +76,82 @@ fn cut_parts<'s>(
     Ok([p0, p1, p2, p3])
 }
 
+/// The upload parts a prove's kernels wait for after the token was taken
+/// ([`LateParts::wait`] is their `ready`): those a filler thread fills and copies while
+/// the kernels run (it says when each part's copies are enqueued), and a lean slot's
+/// witness, copied over a, b, c once the H sum has read the quotient.
+struct LateParts<'a, 'scope, 'env> {
+    dev: &'a Device,
+    up: &'a UploadScope<'a, 'env>,
+    /// The token was taken before b, c and the witness were filled.
+    overlapped: bool,
+    /// The parts the filler has enqueued, in order.
+    filled: std::sync::mpsc::Receiver<usize>,
+    filler: Option<std::thread::ScopedJoinHandle<'scope, (Result<()>, std::time::Duration)>>,
+    /// Parts known to be enqueued (0 < recorded: a always is).
+    recorded: usize,
+    lean: bool,
+    witness_up: bool,
+    later: &'a parking_lot::Mutex<Vec<(&'env [u8], usize)>>,
+    used: &'a DevRegion<'a>,
+    witness_at: usize,
+    parts_done: &'a [CudaEvent; 4],
+    /// The filler's host time, once joined.
+    fill_time: std::time::Duration,
+}
+
+impl LateParts<'_, '_, '_> {
+    /// `ready(k, d)` (see [`Ready`]): makes `d`'s stream wait for part k's copies, after
+    /// the filler has enqueued them (joining it for the witness) or, for a lean slot's
+    /// witness, after enqueueing them behind the H sum.
+    fn wait(&mut self, k: usize, d: Option<&Device>) -> Result<()> {
+        // Every part here is sent by the filler or (a lean slot's witness) at the wait
+        // for it.
+        let Some(d) = d else { return Ok(()) };
+        // The B scalars (4) go up with the other witness vectors (3).
+        let k = k.min(3);
+        if self.overlapped {
+            if k < 3 {
+                while self.recorded <= k {
+                    match self.filled.recv() {
+                        Ok(j) => self.recorded = j + 1,
+                        // The filler stopped early: its error comes from the join.
+                        Err(_) => break,
+                    }
+                }
+            }
+            if self.recorded <= k {
+                let Some(f) = self.filler.take() else {
+                    return Err(GpuError::Internal("the staging fill stopped".into()));
+                };
+                let (r, took) = f
+                    .join()
+                    .map_err(|_| GpuError::Internal("the staging fill panicked".into()))?;
+                self.fill_time += took;
+                r?;
+                self.recorded = 4;
+            }
+        }
+        if self.lean && k == 3 && !self.witness_up {
+            self.witness_up = true;
+            // The witness goes over a, b, c: after the H sum (on the compute stream) has
+            // read the quotient.
+            let h_read = self.dev.timing_event()?;
+            self.dev.record(&h_read)?;
+            self.dev.copy_wait(&h_read)?;
+            for (bytes, off) in self.later.lock().drain(..) {
+                let dst = self.used.slice(off - self.witness_at, bytes.len())?;
+                self.up.upload(&dst, bytes)?;
+            }
+            self.up.record(&self.parts_done[3])?;
+        }
+        match self.overlapped || (self.lean && k == 3) {
+            true => d.wait_on(&self.parts_done[k]),
+            false => Ok(()),
+        }
+    }
+}
+
 impl GpuBackend {
     pub(super) fn compute_inner(
         &self,
@@ -211,7 +287,7 @@ impl GpuBackend {
                 // that and makes the given stream wait for the event. For the witness (k =
                 // 3) it joins the thread.
                 let (tx, rx) = std::sync::mpsc::channel::<usize>();
-                let mut filler = rest.take().map(|parts| {
+                let filler = rest.take().map(|parts| {
                     let fill = &fill;
                     scope.spawn(move || {
                         let t = Instant::now();
@@ -224,55 +300,22 @@ impl GpuBackend {
                         (r, t.elapsed())
                     })
                 });
-                let mut recorded = 1usize;
-                let mut witness_up = false;
-                let fill_time = &mut fill_time;
-                let mut ready = move |k: usize, d: Option<&Device>| -> Result<()> {
-                    // Every part here is sent by the filler or (a lean slot's witness) at
-                    // the wait for it.
-                    let Some(d) = d else { return Ok(()) };
-                    // The B scalars (4) go up with the other witness vectors (3).
-                    let k = k.min(3);
-                    if overlapped {
-                        if k < 3 {
-                            while recorded <= k {
-                                match rx.recv() {
-                                    Ok(j) => recorded = j + 1,
-                                    // The filler stopped early: its error comes from the
-                                    // join.
-                                    Err(_) => break,
-                                }
-                            }
-                        }
-                        if recorded <= k {
-                            let Some(f) = filler.take() else {
-                                return Err(GpuError::Internal("the staging fill stopped".into()));
-                            };
-                            let (r, took) = f.join().map_err(|_| {
-                                GpuError::Internal("the staging fill panicked".into())
-                            })?;
-                            *fill_time += took;
-                            r?;
-                            recorded = 4;
-                        }
-                    }
-                    if lean && k == 3 && !witness_up {
-                        witness_up = true;
-                        // The witness goes over a, b, c: after the H sum (on the compute
-                        // stream) has read the quotient.
-                        let h_read = dev.timing_event()?;
-                        dev.record(&h_read)?;
-                        dev.copy_wait(&h_read)?;
-                        for (bytes, off) in later.lock().drain(..) {
-                            up.upload(&used.slice(off - witness_at, bytes.len())?, bytes)?;
-                        }
-                        up.record(&parts_done[3])?;
-                    }
-                    match overlapped || (lean && k == 3) {
-                        true => d.wait_on(&parts_done[k]),
-                        false => Ok(()),
-                    }
+                let mut late = LateParts {
+                    dev,
+                    up,
+                    overlapped,
+                    filled: rx,
+                    filler,
+                    recorded: 1,
+                    lean,
+                    witness_up: false,
+                    later,
+                    used: &used,
+                    witness_at,
+                    parts_done,
+                    fill_time: std::time::Duration::ZERO,
                 };
+                let mut ready = |k: usize, d: Option<&Device>| late.wait(k, d);
                 let out = self.kernels(
                     &mut shared,
                     &vecs,
@@ -286,6 +329,7 @@ impl GpuBackend {
                 );
                 // A failure before the sums reached the witness: still join the filler.
                 let joined = ready(3, Some(dev));
+                fill_time += late.fill_time;
                 out.and_then(|o| joined.map(|()| o))
             });
             if out.is_err() {
