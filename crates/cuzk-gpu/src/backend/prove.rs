@@ -9,7 +9,7 @@ use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTi
 
 use super::matrices::ResidentMatrices;
 use super::prepare::{fill_batched, pieces_within, staging_pieces, Piece, UPLOAD_BATCH};
-use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
+use super::slots::{SlotGuard, SlotShape, SlotVec, SlotVecs, WitnessAt};
 use super::GpuBackend;
 use crate::device::arena::DevRegion;
 use crate::device::upload::UploadScope;
@@ -152,7 +152,94 @@ impl LateParts<'_, '_, '_> {
     }
 }
 
+/// What a prove's staging and token do, from its mode and assignment.
+struct CallPlan {
+    /// A lean slot (`budget.rs`): the witness goes over a, b, c once the H sum has read
+    /// the quotient.
+    lean: bool,
+    /// Whether the token is tried for once a is on its way (else the whole staging is
+    /// filled first).
+    take_early: bool,
+    /// Staging bytes before the first staged (with the matrices resident, only the
+    /// witness vectors are staged).
+    staged_from: usize,
+}
+
+/// The events recorded after each upload part's copies.
+fn part_events(dev: &Device) -> Result<[CudaEvent; 4]> {
+    let e = || dev.timing_event();
+    Ok([e()?, e()?, e()?, e()?])
+}
+
+/// The staging's upload parts: a, b, c, the witness vectors, as bounds in its layout.
+fn upload_bounds(shape: &SlotShape) -> [usize; 5] {
+    let (lay, total) = shape.layout();
+    [
+        0,
+        lay[SlotVec::B as usize].0,
+        lay[SlotVec::C as usize].0,
+        lay[SlotVec::L as usize].0,
+        total,
+    ]
+}
+
+/// The filler thread's work: parts 1, 2, 3 (b, c, the witness) filled and copied in
+/// order, each announced on `tx` once its copies are enqueued; its result and host time.
+fn fill_rest<'p>(
+    parts: [&'p mut [u8]; 3],
+    fill: &(dyn Fn(&'p mut [u8], usize) -> Result<()> + Sync),
+    tx: std::sync::mpsc::Sender<usize>,
+) -> (Result<()>, std::time::Duration) {
+    let t = Instant::now();
+    let r = parts.into_iter().zip(1..4).try_for_each(|(p, k)| {
+        fill(p, k)?;
+        // The receiver is gone only when the kernels failed.
+        let _ = tx.send(k);
+        Ok(())
+    });
+    (r, t.elapsed())
+}
+
 impl GpuBackend {
+    /// The staging and token choices of a prove of `shape` in the chosen mode.
+    fn call_plan(
+        &self,
+        asg: &Assignment,
+        shape: &SlotShape,
+        srs: &Srs,
+        matrices: Option<&ResidentMatrices>,
+    ) -> Result<CallPlan> {
+        let fit = self.fit(srs, shape)?;
+        // The host evaluates a deferred assignment's a, b, c into the staging (`prepare.rs`):
+        // seconds at 2^27, which a second worker's kernels must not wait for under the token.
+        let host_products = asg.is_deferred() && matrices.is_none();
+        Ok(CallPlan {
+            lean: fit.lean && matrices.is_none(),
+            take_early: !(host_products && fit.workers > 1),
+            staged_from: shape.staged_from(matrices.is_some()),
+        })
+    }
+
+    /// A worker slot for the call (made within the budget if none is free).
+    fn take_slot(&self, shape: &SlotShape, plan: &CallPlan) -> Result<SlotGuard<'_>> {
+        let slot_bytes = shape.device_bytes(plan.lean);
+        if self.slots.unmade() > 0 {
+            self.check_budget("a worker slot", slot_bytes as u64)?;
+        }
+        self.slots
+            .take(&self.dev, &self.pinned, shape, plan.staged_from, slot_bytes)
+    }
+
+    /// After a failed prove: queued kernels may still use the slot and the scratch, so
+    /// they drain before the slot goes back and the token passes on (errors here are
+    /// secondary).
+    fn drain_streams(&self) {
+        let _ = self.dev.sync_compute();
+        if let Some(lane) = self.lane.get() {
+            let _ = lane.sync_compute();
+        }
+    }
+
     pub(super) fn compute_inner(
         &self,
         asg: &Assignment,
@@ -171,22 +258,9 @@ impl GpuBackend {
         *stage = ProveStage::Prepare;
         let t = Instant::now();
         self.fault_at(ProveStage::Prepare)?;
-        // With the matrices resident the host stages only the witness vectors. A lean slot
-        // (`budget.rs`) takes the witness over a, b, c once the H sum has read the quotient.
-        let fit = self.fit(srs, &shape)?;
-        let lean = fit.lean && matrices.is_none();
-        // The host evaluates a deferred assignment's a, b, c into the staging (`prepare.rs`):
-        // seconds at 2^27, which a second worker's kernels must not wait for under the token.
-        let host_products = asg.is_deferred() && matrices.is_none();
-        let take_early = !(host_products && fit.workers > 1);
-        let staged_from = shape.staged_from(matrices.is_some());
-        let slot_bytes = shape.device_bytes(lean);
-        if self.slots.unmade() > 0 {
-            self.check_budget("a worker slot", slot_bytes as u64)?;
-        }
-        let mut slot = self
-            .slots
-            .take(dev, &self.pinned, &shape, staged_from, slot_bytes)?;
+        let plan = self.call_plan(asg, &shape, srs, matrices)?;
+        let (lean, staged_from) = (plan.lean, plan.staged_from);
+        let mut slot = self.take_slot(&shape, &plan)?;
         let pieces = staging_pieces(&shape, asg);
         report.push(ProveStage::Prepare, t.elapsed());
 
@@ -210,28 +284,13 @@ impl GpuBackend {
         self.fault_at(ProveStage::Upload)?;
         let t = Instant::now();
         let (e0, e_end) = (dev.timing_event()?, dev.timing_event()?);
-        let parts_done = [
-            dev.timing_event()?,
-            dev.timing_event()?,
-            dev.timing_event()?,
-            dev.timing_event()?,
-        ];
+        let parts_done = part_events(dev)?;
         dev.record_on_copy(&e0)?;
-        let (lay, total) = shape.layout();
-        let bounds = [
-            0,
-            lay[SlotVec::B as usize].0,
-            lay[SlotVec::C as usize].0,
-            lay[SlotVec::L as usize].0,
-            total,
-        ];
+        let bounds = upload_bounds(&shape);
         let (used, staging) = slot.upload_parts(&shape, staged_from, lean)?;
         // A lean slot here takes its witness over a, b, c after the H sum; only the calls
         // staged ahead (`ahead.rs`) split it.
-        let at = match lean {
-            true => WitnessAt::OverAbc,
-            false => WitnessAt::Own,
-        };
+        let at = [WitnessAt::Own, WitnessAt::OverAbc][usize::from(lean)];
         let vecs = SlotVecs::new(&used, &shape, at)?;
         let witness_at = shape.witness_at(lean);
         let [p0, p1, p2, p3] = cut_parts(staging, &bounds, staged_from)?;
@@ -251,7 +310,7 @@ impl GpuBackend {
             let mut fill_time = t.elapsed();
             let mut wait_start = call_start.elapsed();
             let mut wait = std::time::Duration::ZERO;
-            let early = take_early.then(|| self.token.try_acquire()).flatten();
+            let early = plan.take_early.then(|| self.token.try_acquire()).flatten();
             let overlapped = early.is_some();
             let mut rest = Some([p1, p2, p3]);
             let token = match early {
@@ -289,16 +348,7 @@ impl GpuBackend {
                 let (tx, rx) = std::sync::mpsc::channel::<usize>();
                 let filler = rest.take().map(|parts| {
                     let fill = &fill;
-                    scope.spawn(move || {
-                        let t = Instant::now();
-                        let r = parts.into_iter().zip(1..4).try_for_each(|(p, k)| {
-                            fill(p, k)?;
-                            // The receiver is gone only when the kernels failed.
-                            let _ = tx.send(k);
-                            Ok(())
-                        });
-                        (r, t.elapsed())
-                    })
+                    scope.spawn(move || fill_rest(parts, fill, tx))
                 });
                 let mut late = LateParts {
                     dev,
@@ -333,13 +383,7 @@ impl GpuBackend {
                 out.and_then(|o| joined.map(|()| o))
             });
             if out.is_err() {
-                // Queued kernels may still use the slot and the scratch: let them drain
-                // before the slot goes back and the token passes on (errors here are
-                // secondary).
-                let _ = dev.sync_compute();
-                if let Some(lane) = self.lane.get() {
-                    let _ = lane.sync_compute();
-                }
+                self.drain_streams();
             }
             let out = if overlapped {
                 // The copies are done (the sums waited for them) unless the fill failed
