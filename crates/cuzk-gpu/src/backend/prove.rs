@@ -2,7 +2,7 @@
 //! the upload on the copy stream, the compute token, then the kernel section (`run.rs`).
 //! `mod.rs` owns the backend's state; this file only runs it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaEvent;
 use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTimes};
@@ -76,31 +76,103 @@ fn cut_parts<'s>(
     Ok([p0, p1, p2, p3])
 }
 
+/// One prove's staging upload (the uploads handle): the four parts (a, b, c, the witness
+/// vectors) at `bounds` in the layout, each filled batch by batch with every batch's copy
+/// into `used` enqueued as soon as it is written and an event recorded after the part's
+/// copies; with the matrices resident a, b, c upload nothing (the device computes them),
+/// and a lean slot's witness is kept in `later` until the H sum has read the quotient.
+struct Uploads<'a, 's, 'env> {
+    dev: &'a Device,
+    up: &'s UploadScope<'s, 'env>,
+    bounds: [usize; 5],
+    pieces: &'a [Piece<'a>],
+    used: &'a DevRegion<'a>,
+    device_abc: bool,
+    lean: bool,
+    /// Where a lean slot's witness goes (over a, b, c).
+    witness_at: usize,
+    /// Recorded on the copy stream before the first copy.
+    start: &'a CudaEvent,
+    end: CudaEvent,
+    parts_done: [CudaEvent; 4],
+    later: parking_lot::Mutex<Vec<(&'env [u8], usize)>>,
+}
+
+impl<'env> Uploads<'_, '_, 'env> {
+    /// Fills part k (`part`) and enqueues its copies, or keeps them for later (a lean
+    /// slot's witness), or records only its event (a, b, c computed on the device).
+    fn fill(&self, part: &'env mut [u8], k: usize) -> Result<()> {
+        match self.device_abc {
+            true if k < 3 => self.up.record(&self.parts_done[k]),
+            _ if self.lean && k == 3 => fill_later(part, k, &self.bounds, self.pieces, &self.later),
+            _ => fill_part(
+                self.up,
+                part,
+                k,
+                &self.bounds,
+                self.pieces,
+                self.used,
+                &self.parts_done[k],
+            ),
+        }
+    }
+
+    /// Parts 1, 2, 3 filled now (`filled`: the host time of part 0), then the host wait
+    /// for their copies, both reported.
+    fn fill_rest_now(
+        &self,
+        rest: [&'env mut [u8]; 3],
+        filled: Duration,
+        report: &mut ProveReport,
+    ) -> Result<()> {
+        let t = Instant::now();
+        let r = rest
+            .into_iter()
+            .zip(1..4)
+            .try_for_each(|(p, k)| self.fill(p, k));
+        report.push(ProveStage::Fill, filled + t.elapsed());
+        let t = Instant::now();
+        let waited = self.up.drain(&self.end);
+        r?;
+        waited?;
+        let device = self.dev.elapsed(self.start, &self.end)?;
+        report.push_device(ProveStage::Upload, t.elapsed(), device);
+        Ok(())
+    }
+
+    /// After kernels that overlapped the fill: the copies are done (the sums waited for
+    /// them) unless the fill failed midway; the witness part's event stays where the
+    /// filler recorded it. Reports the fill's host time `filled`.
+    fn settle<T>(&self, out: Result<T>, filled: Duration, report: &mut ProveReport) -> Result<T> {
+        let waited = self.up.drain(&self.end);
+        report.push(ProveStage::Fill, filled);
+        let o = out?;
+        waited?;
+        let device = self.dev.elapsed(self.start, &self.parts_done[3])?;
+        report.push_device(ProveStage::Upload, Duration::ZERO, device);
+        Ok(o)
+    }
+}
+
 /// The upload parts a prove's kernels wait for after the token was taken
 /// ([`LateParts::wait`] is their `ready`): those a filler thread fills and copies while
 /// the kernels run (it says when each part's copies are enqueued), and a lean slot's
 /// witness, copied over a, b, c once the H sum has read the quotient.
-struct LateParts<'a, 'scope, 'env> {
-    dev: &'a Device,
-    up: &'a UploadScope<'a, 'env>,
+struct LateParts<'u, 'a, 's, 'scope, 'env> {
+    uploads: &'u Uploads<'a, 's, 'env>,
     /// The token was taken before b, c and the witness were filled.
     overlapped: bool,
     /// The parts the filler has enqueued, in order.
     filled: std::sync::mpsc::Receiver<usize>,
-    filler: Option<std::thread::ScopedJoinHandle<'scope, (Result<()>, std::time::Duration)>>,
+    filler: Option<std::thread::ScopedJoinHandle<'scope, (Result<()>, Duration)>>,
     /// Parts known to be enqueued (0 < recorded: a always is).
     recorded: usize,
-    lean: bool,
     witness_up: bool,
-    later: &'a parking_lot::Mutex<Vec<(&'env [u8], usize)>>,
-    used: &'a DevRegion<'a>,
-    witness_at: usize,
-    parts_done: &'a [CudaEvent; 4],
     /// The filler's host time, once joined.
-    fill_time: std::time::Duration,
+    fill_time: Duration,
 }
 
-impl LateParts<'_, '_, '_> {
+impl LateParts<'_, '_, '_, '_, '_> {
     /// `ready(k, d)` (see [`Ready`]): makes `d`'s stream wait for part k's copies, after
     /// the filler has enqueued them (joining it for the witness) or, for a lean slot's
     /// witness, after enqueueing them behind the H sum.
@@ -108,6 +180,7 @@ impl LateParts<'_, '_, '_> {
         // Every part here is sent by the filler or (a lean slot's witness) at the wait
         // for it.
         let Some(d) = d else { return Ok(()) };
+        let u = self.uploads;
         // The B scalars (4) go up with the other witness vectors (3).
         let k = k.min(3);
         if self.overlapped {
@@ -132,21 +205,21 @@ impl LateParts<'_, '_, '_> {
                 self.recorded = 4;
             }
         }
-        if self.lean && k == 3 && !self.witness_up {
+        if u.lean && k == 3 && !self.witness_up {
             self.witness_up = true;
             // The witness goes over a, b, c: after the H sum (on the compute stream) has
             // read the quotient.
-            let h_read = self.dev.timing_event()?;
-            self.dev.record(&h_read)?;
-            self.dev.copy_wait(&h_read)?;
-            for (bytes, off) in self.later.lock().drain(..) {
-                let dst = self.used.slice(off - self.witness_at, bytes.len())?;
-                self.up.upload(&dst, bytes)?;
+            let h_read = u.dev.timing_event()?;
+            u.dev.record(&h_read)?;
+            u.dev.copy_wait(&h_read)?;
+            for (bytes, off) in u.later.lock().drain(..) {
+                let dst = u.used.slice(off - u.witness_at, bytes.len())?;
+                u.up.upload(&dst, bytes)?;
             }
-            self.up.record(&self.parts_done[3])?;
+            u.up.record(&u.parts_done[3])?;
         }
-        match self.overlapped || (self.lean && k == 3) {
-            true => d.wait_on(&self.parts_done[k]),
+        match self.overlapped || (u.lean && k == 3) {
+            true => d.wait_on(&u.parts_done[k]),
             false => Ok(()),
         }
     }
@@ -185,14 +258,14 @@ fn upload_bounds(shape: &SlotShape) -> [usize; 5] {
 
 /// The filler thread's work: parts 1, 2, 3 (b, c, the witness) filled and copied in
 /// order, each announced on `tx` once its copies are enqueued; its result and host time.
-fn fill_rest<'p>(
-    parts: [&'p mut [u8]; 3],
-    fill: &(dyn Fn(&'p mut [u8], usize) -> Result<()> + Sync),
+fn fill_rest<'env>(
+    parts: [&'env mut [u8]; 3],
+    uploads: &Uploads<'_, '_, 'env>,
     tx: std::sync::mpsc::Sender<usize>,
-) -> (Result<()>, std::time::Duration) {
+) -> (Result<()>, Duration) {
     let t = Instant::now();
     let r = parts.into_iter().zip(1..4).try_for_each(|(p, k)| {
-        fill(p, k)?;
+        uploads.fill(p, k)?;
         // The receiver is gone only when the kernels failed.
         let _ = tx.send(k);
         Ok(())
@@ -283,87 +356,66 @@ impl GpuBackend {
         *stage = ProveStage::Upload;
         self.fault_at(ProveStage::Upload)?;
         let t = Instant::now();
-        let (e0, e_end) = (dev.timing_event()?, dev.timing_event()?);
-        let parts_done = part_events(dev)?;
-        dev.record_on_copy(&e0)?;
+        let start = dev.timing_event()?;
+        dev.record_on_copy(&start)?;
         let bounds = upload_bounds(&shape);
         let (used, staging) = slot.upload_parts(&shape, staged_from, lean)?;
         // A lean slot here takes its witness over a, b, c after the H sum; only the calls
         // staged ahead (`ahead.rs`) split it.
         let at = [WitnessAt::Own, WitnessAt::OverAbc][usize::from(lean)];
         let vecs = SlotVecs::new(&used, &shape, at)?;
-        let witness_at = shape.witness_at(lean);
         let [p0, p1, p2, p3] = cut_parts(staging, &bounds, staged_from)?;
-        let (pieces, parts_done) = (&pieces, &parts_done);
-        let later = parking_lot::Mutex::new(Vec::new());
-        let later = &later;
         dev.upload_scope(|up| {
-            // With the matrices resident, a, b, c are computed on the device from the
-            // witness (`run.rs`): their parts upload nothing. A lean slot's witness is
-            // filled now and uploaded by `ready(3)`.
-            let fill = |part, k: usize| match matrices {
-                Some(_) if k < 3 => up.record(&parts_done[k]),
-                _ if lean && k == 3 => fill_later(part, k, &bounds, pieces, later),
-                _ => fill_part(up, part, k, &bounds, pieces, &used, &parts_done[k]),
+            let uploads = Uploads {
+                dev,
+                up,
+                bounds,
+                pieces: &pieces,
+                used: &used,
+                device_abc: matrices.is_some(),
+                lean,
+                witness_at: shape.witness_at(lean),
+                start: &start,
+                end: dev.timing_event()?,
+                parts_done: part_events(dev)?,
+                later: parking_lot::Mutex::new(Vec::new()),
             };
-            fill(p0, 0)?;
-            let mut fill_time = t.elapsed();
-            let mut wait_start = call_start.elapsed();
-            let mut wait = std::time::Duration::ZERO;
+            uploads.fill(p0, 0)?;
+            let fill_time = t.elapsed();
             let early = plan.take_early.then(|| self.token.try_acquire()).flatten();
             let overlapped = early.is_some();
-            let mut rest = Some([p1, p2, p3]);
-            let token = match early {
-                Some(token) => {
-                    report.push(ProveStage::TokenWait, wait);
-                    token
-                }
+            let (token, rest, wait_start, wait) = match early {
+                Some(token) => (
+                    token,
+                    Some([p1, p2, p3]),
+                    call_start.elapsed(),
+                    Duration::ZERO,
+                ),
                 None => {
-                    let t = Instant::now();
-                    let parts = rest.take().into_iter().flatten();
-                    let filled = parts.zip(1..4).try_for_each(|(p, k)| fill(p, k));
-                    report.push(ProveStage::Fill, fill_time + t.elapsed());
-                    let t = Instant::now();
-                    let waited = up.drain(&e_end);
-                    filled?;
-                    waited?;
-                    report.push_device(ProveStage::Upload, t.elapsed(), dev.elapsed(&e0, &e_end)?);
+                    uploads.fill_rest_now([p1, p2, p3], fill_time, report)?;
                     *stage = ProveStage::TokenWait;
-                    let t = Instant::now();
-                    wait_start = call_start.elapsed();
-                    let token = self.token.acquire();
-                    wait = t.elapsed();
-                    report.push(ProveStage::TokenWait, wait);
-                    token
+                    let (wait_start, t) = (call_start.elapsed(), Instant::now());
+                    (self.token.acquire(), None, wait_start, t.elapsed())
                 }
             };
+            report.push(ProveStage::TokenWait, wait);
             let held = Instant::now();
             let mut shared = self.shared.lock();
-            let out = std::thread::scope(|scope| {
+            let (out, filler_time) = std::thread::scope(|scope| {
                 // With the token taken early, b, c and the witness vectors are filled and
-                // copied on another thread, which says when each part's event is recorded;
-                // `ready(k)`, called before the first kernel that reads part k, waits for
-                // that and makes the given stream wait for the event. For the witness (k =
-                // 3) it joins the thread.
+                // copied on another thread; `ready(k)`, called before the first kernel
+                // that reads part k, waits for its copies (`LateParts`).
                 let (tx, rx) = std::sync::mpsc::channel::<usize>();
-                let filler = rest.take().map(|parts| {
-                    let fill = &fill;
-                    scope.spawn(move || fill_rest(parts, fill, tx))
-                });
+                let u = &uploads;
+                let filler = rest.map(|parts| scope.spawn(move || fill_rest(parts, u, tx)));
                 let mut late = LateParts {
-                    dev,
-                    up,
+                    uploads: u,
                     overlapped,
                     filled: rx,
                     filler,
                     recorded: 1,
-                    lean,
                     witness_up: false,
-                    later,
-                    used: &used,
-                    witness_at,
-                    parts_done,
-                    fill_time: std::time::Duration::ZERO,
+                    fill_time: Duration::ZERO,
                 };
                 let mut ready = |k: usize, d: Option<&Device>| late.wait(k, d);
                 let out = self.kernels(
@@ -379,25 +431,14 @@ impl GpuBackend {
                 );
                 // A failure before the sums reached the witness: still join the filler.
                 let joined = ready(3, Some(dev));
-                fill_time += late.fill_time;
-                out.and_then(|o| joined.map(|()| o))
+                (out.and_then(|o| joined.map(|()| o)), late.fill_time)
             });
             if out.is_err() {
                 self.drain_streams();
             }
-            let out = if overlapped {
-                // The copies are done (the sums waited for them) unless the fill failed
-                // midway; the witness part's event stays where the filler recorded it.
-                let waited = up.drain(&e_end);
-                report.push(ProveStage::Fill, fill_time);
-                out.and_then(|o| {
-                    waited?;
-                    let device = dev.elapsed(&e0, &parts_done[3])?;
-                    report.push_device(ProveStage::Upload, std::time::Duration::ZERO, device);
-                    Ok(o)
-                })
-            } else {
-                out
+            let out = match overlapped {
+                true => uploads.settle(out, fill_time + filler_time, report),
+                false => out,
             };
             report.token = Some(TokenTimes {
                 wait_start,
