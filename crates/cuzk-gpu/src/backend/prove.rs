@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaEvent;
-use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTimes};
+use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenGuard, TokenTimes};
 
 use super::matrices::ResidentMatrices;
 use super::prepare::{fill_batched, pieces_within, staging_pieces, Piece, UPLOAD_BATCH};
@@ -77,10 +77,15 @@ fn cut_parts<'s>(
 }
 
 /// One prove's staging upload (the uploads handle): the four parts (a, b, c, the witness
-/// vectors) at `bounds` in the layout, each filled batch by batch with every batch's copy
-/// into `used` enqueued as soon as it is written and an event recorded after the part's
-/// copies; with the matrices resident a, b, c upload nothing (the device computes them),
-/// and a lean slot's witness is kept in `later` until the H sum has read the quotient.
+/// vectors; a, b, c first, in the order the quotient reads them) at `bounds` in the
+/// layout, each filled batch by batch with every batch's copy into `used` enqueued as
+/// soon as it is written and an event recorded after the part's copies; with the matrices
+/// resident a, b, c upload nothing (the device computes them), and a lean slot's witness
+/// is kept in `later` until the H sum has read the quotient. If the token is free once a
+/// is on its way, the kernels start on it while b, c and the witness are filled on
+/// another thread; else the whole staging is filled first, under the other worker's
+/// kernels. "fill" is the host time of filling, "upload" the host wait for the last copy
+/// after it, with the device time from the first copy's start to the last one's end.
 struct Uploads<'a, 's, 'env> {
     dev: &'a Device,
     up: &'s UploadScope<'s, 'env>,
@@ -98,7 +103,34 @@ struct Uploads<'a, 's, 'env> {
     later: parking_lot::Mutex<Vec<(&'env [u8], usize)>>,
 }
 
-impl<'env> Uploads<'_, '_, 'env> {
+impl<'a, 's, 'env> Uploads<'a, 's, 'env> {
+    /// The upload of `shape`'s staging into `used` for a call planned as `plan`, its
+    /// first copy after `start` (recorded on the copy stream).
+    fn new(
+        dev: &'a Device,
+        up: &'s UploadScope<'s, 'env>,
+        shape: &SlotShape,
+        plan: &CallPlan,
+        pieces: &'a [Piece<'a>],
+        used: &'a DevRegion<'a>,
+        start: &'a CudaEvent,
+    ) -> Result<Self> {
+        Ok(Uploads {
+            dev,
+            up,
+            bounds: upload_bounds(shape),
+            pieces,
+            used,
+            device_abc: plan.device_abc,
+            lean: plan.lean,
+            witness_at: shape.witness_at(plan.lean),
+            start,
+            end: dev.timing_event()?,
+            parts_done: part_events(dev)?,
+            later: parking_lot::Mutex::new(Vec::new()),
+        })
+    }
+
     /// Fills part k (`part`) and enqueues its copies, or keeps them for later (a lean
     /// slot's witness), or records only its event (a, b, c computed on the device).
     fn fill(&self, part: &'env mut [u8], k: usize) -> Result<()> {
@@ -121,7 +153,7 @@ impl<'env> Uploads<'_, '_, 'env> {
     /// for their copies, both reported.
     fn fill_rest_now(
         &self,
-        rest: [&'env mut [u8]; 3],
+        rest: Rest<'env>,
         filled: Duration,
         report: &mut ProveReport,
     ) -> Result<()> {
@@ -172,7 +204,26 @@ struct LateParts<'u, 'a, 's, 'scope, 'env> {
     fill_time: Duration,
 }
 
-impl LateParts<'_, '_, '_, '_, '_> {
+impl<'u, 'a, 's, 'scope, 'env> LateParts<'u, 'a, 's, 'scope, 'env> {
+    /// The late parts of `uploads`; `filler` fills them while the kernels run, announcing
+    /// each on the channel of `filled`, when the token was taken early (`overlapped`).
+    fn new(
+        uploads: &'u Uploads<'a, 's, 'env>,
+        overlapped: bool,
+        filled: std::sync::mpsc::Receiver<usize>,
+        filler: Option<std::thread::ScopedJoinHandle<'scope, (Result<()>, Duration)>>,
+    ) -> Self {
+        LateParts {
+            uploads,
+            overlapped,
+            filled,
+            filler,
+            recorded: 1,
+            witness_up: false,
+            fill_time: Duration::ZERO,
+        }
+    }
+
     /// `ready(k, d)` (see [`Ready`]): makes `d`'s stream wait for part k's copies, after
     /// the filler has enqueued them (joining it for the witness) or, for a lean slot's
     /// witness, after enqueueing them behind the H sum.
@@ -236,7 +287,12 @@ struct CallPlan {
     /// Staging bytes before the first staged (with the matrices resident, only the
     /// witness vectors are staged).
     staged_from: usize,
+    /// The matrices are resident: the device computes a, b, c from the witness.
+    device_abc: bool,
 }
+
+/// Parts 1, 2, 3 of the staging (b, c, the witness vectors), filled after part a.
+type Rest<'env> = [&'env mut [u8]; 3];
 
 /// The events recorded after each upload part's copies.
 fn part_events(dev: &Device) -> Result<[CudaEvent; 4]> {
@@ -259,7 +315,7 @@ fn upload_bounds(shape: &SlotShape) -> [usize; 5] {
 /// The filler thread's work: parts 1, 2, 3 (b, c, the witness) filled and copied in
 /// order, each announced on `tx` once its copies are enqueued; its result and host time.
 fn fill_rest<'env>(
-    parts: [&'env mut [u8]; 3],
+    parts: Rest<'env>,
     uploads: &Uploads<'_, '_, 'env>,
     tx: std::sync::mpsc::Sender<usize>,
 ) -> (Result<()>, Duration) {
@@ -290,6 +346,7 @@ impl GpuBackend {
             lean: fit.lean && matrices.is_none(),
             take_early: !(host_products && fit.workers > 1),
             staged_from: shape.staged_from(matrices.is_some()),
+            device_abc: matrices.is_some(),
         })
     }
 
@@ -301,6 +358,40 @@ impl GpuBackend {
         }
         self.slots
             .take(&self.dev, &self.pinned, shape, plan.staged_from, slot_bytes)
+    }
+
+    /// The compute token once part a is on its way (its fill took `filled`): taken at once
+    /// when free and `plan` allows it, the `rest` of the staging then returned for a
+    /// filler beside the kernels; else after the rest is filled and its copies waited for.
+    /// The times of the wait (`held` left zero), measured from `since`.
+    #[allow(clippy::too_many_arguments)]
+    fn token_after_a<'env>(
+        &self,
+        uploads: &Uploads<'_, '_, 'env>,
+        rest: Rest<'env>,
+        plan: &CallPlan,
+        since: Instant,
+        filled: Duration,
+        report: &mut ProveReport,
+        stage: &mut ProveStage,
+    ) -> Result<(TokenGuard<'_>, Option<Rest<'env>>, TokenTimes)> {
+        let times = |wait_start, wait| TokenTimes {
+            wait_start,
+            wait,
+            held: Duration::ZERO,
+        };
+        let early = plan.take_early.then(|| self.token.try_acquire()).flatten();
+        let (token, rest, times) = match early {
+            Some(token) => (token, Some(rest), times(since.elapsed(), Duration::ZERO)),
+            None => {
+                uploads.fill_rest_now(rest, filled, report)?;
+                *stage = ProveStage::TokenWait;
+                let (wait_start, t) = (since.elapsed(), Instant::now());
+                (self.token.acquire(), None, times(wait_start, t.elapsed()))
+            }
+        };
+        report.push(ProveStage::TokenWait, times.wait);
+        Ok((token, rest, times))
     }
 
     /// After a failed prove: queued kernels may still use the slot and the scratch, so
@@ -342,63 +433,34 @@ impl GpuBackend {
         let resident = self.resident_for(srs, &shape)?;
         report.push(ProveStage::Srs, t.elapsed());
 
-        // The staging is filled batch by batch, each batch's copy enqueued on the copy
-        // stream as soon as it is written, in four parts: a, b, c (the quotient's inputs, in
-        // the order it reads them), then the witness vectors; an event is recorded after
-        // each part's copies. If the token is free once a is on its way, the kernels start
-        // on it: b, c and the witness are filled and copied on another thread, and the
-        // compute stream waits for each part's event just before its first reader
-        // (`ready`). Otherwise the whole staging is filled first, under the other worker's
-        // kernels, and then the token is waited for. "fill" is the host time of filling,
-        // "upload" the host wait for the last copy after it, with the device time from the
-        // first copy's start to the last one's end. The upload scope keeps the staging
-        // borrowed until every copy is done, on every path.
+        // The staging's upload (`Uploads`): a first, then the token if it is free (b, c and
+        // the witness then filled beside the kernels, `LateParts`), else the rest and the
+        // token's wait. The upload scope keeps the staging borrowed until every copy is done.
         *stage = ProveStage::Upload;
         self.fault_at(ProveStage::Upload)?;
         let t = Instant::now();
         let start = dev.timing_event()?;
         dev.record_on_copy(&start)?;
-        let bounds = upload_bounds(&shape);
         let (used, staging) = slot.upload_parts(&shape, staged_from, lean)?;
         // A lean slot here takes its witness over a, b, c after the H sum; only the calls
         // staged ahead (`ahead.rs`) split it.
         let at = [WitnessAt::Own, WitnessAt::OverAbc][usize::from(lean)];
         let vecs = SlotVecs::new(&used, &shape, at)?;
-        let [p0, p1, p2, p3] = cut_parts(staging, &bounds, staged_from)?;
+        let [p0, p1, p2, p3] = cut_parts(staging, &upload_bounds(&shape), staged_from)?;
         dev.upload_scope(|up| {
-            let uploads = Uploads {
-                dev,
-                up,
-                bounds,
-                pieces: &pieces,
-                used: &used,
-                device_abc: matrices.is_some(),
-                lean,
-                witness_at: shape.witness_at(lean),
-                start: &start,
-                end: dev.timing_event()?,
-                parts_done: part_events(dev)?,
-                later: parking_lot::Mutex::new(Vec::new()),
-            };
+            let uploads = Uploads::new(dev, up, &shape, &plan, &pieces, &used, &start)?;
             uploads.fill(p0, 0)?;
             let fill_time = t.elapsed();
-            let early = plan.take_early.then(|| self.token.try_acquire()).flatten();
-            let overlapped = early.is_some();
-            let (token, rest, wait_start, wait) = match early {
-                Some(token) => (
-                    token,
-                    Some([p1, p2, p3]),
-                    call_start.elapsed(),
-                    Duration::ZERO,
-                ),
-                None => {
-                    uploads.fill_rest_now([p1, p2, p3], fill_time, report)?;
-                    *stage = ProveStage::TokenWait;
-                    let (wait_start, t) = (call_start.elapsed(), Instant::now());
-                    (self.token.acquire(), None, wait_start, t.elapsed())
-                }
-            };
-            report.push(ProveStage::TokenWait, wait);
+            let (token, rest, times) = self.token_after_a(
+                &uploads,
+                [p1, p2, p3],
+                &plan,
+                call_start,
+                fill_time,
+                report,
+                stage,
+            )?;
+            let overlapped = rest.is_some();
             let held = Instant::now();
             let mut shared = self.shared.lock();
             let (out, filler_time) = std::thread::scope(|scope| {
@@ -408,15 +470,7 @@ impl GpuBackend {
                 let (tx, rx) = std::sync::mpsc::channel::<usize>();
                 let u = &uploads;
                 let filler = rest.map(|parts| scope.spawn(move || fill_rest(parts, u, tx)));
-                let mut late = LateParts {
-                    uploads: u,
-                    overlapped,
-                    filled: rx,
-                    filler,
-                    recorded: 1,
-                    witness_up: false,
-                    fill_time: Duration::ZERO,
-                };
+                let mut late = LateParts::new(u, overlapped, rx, filler);
                 let mut ready = |k: usize, d: Option<&Device>| late.wait(k, d);
                 let out = self.kernels(
                     &mut shared,
@@ -441,9 +495,8 @@ impl GpuBackend {
                 false => out,
             };
             report.token = Some(TokenTimes {
-                wait_start,
-                wait,
                 held: held.elapsed(),
+                ..times
             });
             drop(shared);
             drop(token);

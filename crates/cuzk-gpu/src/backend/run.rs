@@ -20,7 +20,7 @@ use super::sums::{enqueue_chunk, enqueue_streamed, HostPoints, OutRegions, Outpu
 use super::{GpuBackend, Shared};
 use crate::device::arena::{DevRegion, VramArena};
 use crate::device::layout::{as_bytes, FR_BYTES};
-use crate::device::pinned::HostRegistration;
+use crate::device::pinned::{HostRegistration, PinnedBuf};
 use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
 use crate::ops::msm::window_bits;
@@ -233,11 +233,7 @@ impl GpuBackend {
         *stage = ProveStage::GpuSetup;
         let t = Instant::now();
         let plan = self.plan(shape, srs.lens().h, resident);
-        let lane = if plan.lanes() {
-            Some(self.lane()?)
-        } else {
-            None
-        };
+        let lane = plan.lanes().then(|| self.lane()).transpose()?;
         let Shared { arena, stream_pins } = self.shared_for(shared, &plan, srs)?;
         let call = Call::carve(dev, arena, &plan, vecs, matrices)?;
         let mut timer = StageTimer::start(dev)?;
@@ -258,19 +254,7 @@ impl GpuBackend {
         let lane_timer = match resident {
             Some(r) => self.resident_sums(&call, r, lane, &mut timer, stage, ready)?,
             None => {
-                let bufs = call
-                    .bufs
-                    .ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
-                let mut sb = StreamBufs {
-                    device: bufs,
-                    pinned: [stream_pins[0].take(), stream_pins[1].take()],
-                    consumed: [dev.timing_event()?, dev.timing_event()?],
-                    used: [false; 2],
-                    scratch: call.region(plan.scratch[0])?,
-                };
-                let r = self.enqueue_all_streamed(&call, &mut sb, srs, &mut timer, stage, ready);
-                *stream_pins = sb.pinned;
-                r?;
+                self.streamed_sums(&call, stream_pins, srs, &mut timer, stage, ready)?;
                 None
             }
         };
@@ -602,8 +586,35 @@ impl GpuBackend {
     }
 
     /// The five sums with the SRS streamed from host memory, one after another on the
-    /// compute stream.
-    fn enqueue_all_streamed(
+    /// compute stream, through the plan's chunk buffers (and the pinned bounce buffers,
+    /// kept in the shared state between proves).
+    fn streamed_sums(
+        &self,
+        call: &Call<'_>,
+        stream_pins: &mut [Option<PinnedBuf>; 2],
+        srs: &Srs,
+        timer: &mut StageTimer<'_>,
+        stage: &mut ProveStage,
+        ready: Ready<'_>,
+    ) -> Result<()> {
+        let dev = &self.dev;
+        let bufs = call
+            .bufs
+            .ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
+        let mut sb = StreamBufs {
+            device: bufs,
+            pinned: [stream_pins[0].take(), stream_pins[1].take()],
+            consumed: [dev.timing_event()?, dev.timing_event()?],
+            used: [false; 2],
+            scratch: call.region(call.plan.scratch[0])?,
+        };
+        let r = self.enqueue_streamed_sums(call, &mut sb, srs, timer, stage, ready);
+        *stream_pins = sb.pinned;
+        r
+    }
+
+    /// [`GpuBackend::streamed_sums`] through `sb`.
+    fn enqueue_streamed_sums(
         &self,
         call: &Call<'_>,
         sb: &mut StreamBufs<'_>,
