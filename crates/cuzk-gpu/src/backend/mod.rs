@@ -242,7 +242,7 @@ impl GpuBackend {
         self.cfg.concurrent_sums.unwrap_or_else(|| {
             let lanes = Placement::Resident { lanes: true, table };
             let plan = ProvePlan::new(shape, n_h, lanes, self.hints(shape), self.packed_max());
-            plan.scratch[0].1 as u64 <= self.device_bytes() / 32
+            plan.scratch[0].bytes as u64 <= self.device_bytes() / 32
         })
     }
 

@@ -26,7 +26,7 @@ use group::Group as _;
 
 use crate::backend::residency::Query;
 use crate::backend::slots::SlotShape;
-use crate::device::arena::{DevRegion, ALIGN};
+use crate::device::arena::{DevRegion, VramArena, ALIGN};
 use crate::device::layout::{self, G2_AFFINE_BYTES};
 use crate::error::{GpuError, Result};
 use crate::ops::classify::{
@@ -110,15 +110,48 @@ pub struct SumPlan {
     pub acc: Option<usize>,
 }
 
+/// A byte range the plan hands out: of the shared arena (the plan's regions) or of the
+/// results region (a chunk's results).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Span {
+    /// Its first byte.
+    pub off: usize,
+    /// Its length.
+    pub bytes: usize,
+}
+
+impl Span {
+    /// One past its last byte.
+    pub fn end(self) -> usize {
+        self.off + self.bytes
+    }
+
+    /// Its region of `arena`.
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if it lies outside the arena.
+    pub fn of(self, arena: &VramArena) -> Result<DevRegion<'_>> {
+        arena.region(self.off, self.bytes)
+    }
+
+    /// Its part of `within` (offsets relative to it).
+    ///
+    /// # Errors
+    /// [`GpuError::Input`] if it lies outside `within`.
+    pub fn within<'a>(self, within: &DevRegion<'a>) -> Result<DevRegion<'a>> {
+        within.slice(self.off, self.bytes)
+    }
+}
+
 /// The results of one chunk of a sum, inside its stride of the results region.
 #[derive(Clone, Copy, Debug)]
 pub struct ChunkOut {
     /// Window sums: up to [`MAX_WINDOWS`] Jacobian points.
-    pub windows: (usize, usize),
+    pub windows: Span,
     /// The batch addition of the ones: one Jacobian point.
-    pub ones: (usize, usize),
+    pub ones: Span,
     /// Two u32: ones, others.
-    pub counts: (usize, usize),
+    pub counts: Span,
 }
 
 impl SumPlan {
@@ -140,10 +173,11 @@ impl SumPlan {
     pub fn chunk_out(&self, j: usize) -> ChunkOut {
         let jac = self.group.jacobian_bytes();
         let at = self.out_at + j * self.stride();
+        let span = |off, bytes| Span { off, bytes };
         ChunkOut {
-            windows: (at, MAX_WINDOWS * jac),
-            ones: (at + MAX_WINDOWS * jac, jac),
-            counts: (at + (MAX_WINDOWS + 1) * jac, 8),
+            windows: span(at, MAX_WINDOWS * jac),
+            ones: span(at + MAX_WINDOWS * jac, jac),
+            counts: span(at + (MAX_WINDOWS + 1) * jac, 8),
         }
     }
 
@@ -230,14 +264,14 @@ pub struct ProvePlan {
     /// NTT tables: offset 0, this many bytes (carved by `NttPlan::new` from the arena).
     pub ntt_bytes: usize,
     /// Scratch of the compute stream and, with lanes, of the second stream.
-    pub scratch: [(usize, usize); 2],
+    pub scratch: [Span; 2],
     /// The two chunk buffers of a streamed SRS.
-    pub chunk_bufs: Option<[(usize, usize); 2]>,
+    pub chunk_bufs: Option<[Span; 2]>,
     /// The results region, downloaded once.
-    pub results: (usize, usize),
+    pub results: Span,
     /// The accumulators of the split sums streamed in several chunks (zeroed before the
     /// sums; 0 bytes without any).
-    pub accs: (usize, usize),
+    pub accs: Span,
     /// Bytes of the whole arena.
     pub total: usize,
 }
@@ -343,7 +377,7 @@ impl ProvePlan {
         let ntt_bytes = NttPlan::table_bytes(shape.lg);
         let mut at = ntt_bytes.next_multiple_of(ALIGN);
         let mut take = |bytes: usize| {
-            let r = (at, bytes);
+            let r = Span { off: at, bytes };
             at = (at + bytes).next_multiple_of(ALIGN);
             r
         };
@@ -381,14 +415,14 @@ impl ProvePlan {
     /// # Errors
     /// [`GpuError::Internal`] if `raw` is shorter than the results region.
     pub fn combine(&self, raw: &[u8]) -> Result<(Sums, [usize; 4])> {
-        if raw.len() < self.results.1 {
+        if raw.len() < self.results.bytes {
             return Err(GpuError::Internal(format!(
                 "{} result bytes of {}",
                 raw.len(),
-                self.results.1
+                self.results.bytes
             )));
         }
-        let at = |(off, len): (usize, usize)| &raw[off..off + len];
+        let at = |r: Span| &raw[r.off..r.end()];
         let mut g1 = [G1Projective::identity(); 4];
         let mut b_g2 = G2Projective::identity();
         let mut others = [0usize; 4];
@@ -542,7 +576,10 @@ mod tests {
             ] {
                 let p = ProvePlan::new(&shape(lg), (1 << lg) - 1, placement, None, usize::MAX);
                 let mut regions = vec![
-                    (0, p.ntt_bytes),
+                    Span {
+                        off: 0,
+                        bytes: p.ntt_bytes,
+                    },
                     p.scratch[0],
                     p.scratch[1],
                     p.results,
@@ -551,19 +588,19 @@ mod tests {
                 regions.extend(p.chunk_bufs.into_iter().flatten());
                 regions.sort();
                 for w in regions.windows(2) {
-                    assert!(w[0].0 + w[0].1 <= w[1].0, "2^{lg} {placement:?}: overlap");
+                    assert!(w[0].end() <= w[1].off, "2^{lg} {placement:?}: overlap");
                 }
-                for (off, len) in &regions {
-                    assert_eq!(off % ALIGN, 0);
-                    assert!(off + len <= p.total);
+                for r in &regions {
+                    assert_eq!(r.off % ALIGN, 0);
+                    assert!(r.end() <= p.total);
                 }
                 // Every chunk's results inside the results region, apart from the others'.
-                let mut outs: Vec<(usize, usize)> = Vec::new();
+                let mut outs: Vec<Span> = Vec::new();
                 for s in &p.sums {
                     for j in 0..s.chunks {
                         let o = s.chunk_out(j);
                         for r in [o.windows, o.ones, o.counts] {
-                            assert!(r.0 + r.1 <= p.results.1);
+                            assert!(r.end() <= p.results.bytes);
                             outs.push(r);
                         }
                     }
@@ -571,7 +608,7 @@ mod tests {
                 }
                 outs.sort();
                 for w in outs.windows(2) {
-                    assert!(w[0].0 + w[0].1 <= w[1].0);
+                    assert!(w[0].end() <= w[1].off);
                 }
             }
         }
@@ -584,7 +621,11 @@ mod tests {
             let p = ProvePlan::new(&shape(16), (1 << 16) - 1, placement, None, usize::MAX);
             for (i, s) in p.sums.iter().enumerate() {
                 let stream = usize::from(lanes && i > 0);
-                assert!(p.scratch[stream].1 >= s.scratch_bytes(), "{:?}", s.query);
+                assert!(
+                    p.scratch[stream].bytes >= s.scratch_bytes(),
+                    "{:?}",
+                    s.query
+                );
                 assert!(s.packed == s.split && s.chunks == 1);
             }
         }
@@ -604,7 +645,7 @@ mod tests {
         assert!(!s.packed);
         // Below 2^22-point chunks a B in G2 chunk fills a whole buffer: 5000 points.
         assert_eq!(s.chunks, (1usize << 14).div_ceil(5000));
-        assert!(p.scratch[0].1 >= s.scratch_bytes());
+        assert!(p.scratch[0].bytes >= s.scratch_bytes());
     }
 
     #[test]
@@ -624,7 +665,7 @@ mod tests {
                 None,
                 0,
             );
-            let [(_, buf), _] = p.chunk_bufs.expect("streamed buffers");
+            let [Span { bytes: buf, .. }, _] = p.chunk_bufs.expect("streamed buffers");
             for s in &p.sums {
                 let want = match (s.query, wide) {
                     (Query::H, _) | (Query::BG2, true) => chunk,
@@ -635,7 +676,7 @@ mod tests {
                 assert_eq!(s.chunk, want.min(s.n), "2^{lg} {:?}", s.query);
                 let bytes = s.chunk * s.group.affine_bytes();
                 assert!(bytes <= if wide { buf } else { buf / 2 }, "{:?}", s.query);
-                assert!(p.scratch[0].1 >= s.scratch_bytes(), "{:?}", s.query);
+                assert!(p.scratch[0].bytes >= s.scratch_bytes(), "{:?}", s.query);
             }
             assert_eq!(chunk * Group::G1.affine_bytes() * 2, buf);
         }
@@ -664,10 +705,10 @@ mod tests {
             );
             if let Some(at) = sum.acc {
                 assert_eq!(at % ALIGN, 0);
-                assert!(at + sum.acc_bytes() <= cold.accs.1, "{:?}", sum.query);
+                assert!(at + sum.acc_bytes() <= cold.accs.bytes, "{:?}", sum.query);
                 spans.push((at, sum.acc_bytes()));
                 // Its chunk's scratch holds the sort and the reductions after the last.
-                assert!(cold.scratch[0].1 >= sum.scratch_bytes());
+                assert!(cold.scratch[0].bytes >= sum.scratch_bytes());
             }
         }
         assert_eq!(spans.len(), 4);
@@ -686,7 +727,7 @@ mod tests {
         };
         let r = plan(resident, None);
         assert!(r.sums.iter().all(|x| x.acc.is_none()));
-        assert_eq!(r.accs.1, 0);
+        assert_eq!(r.accs.bytes, 0);
         // Chunks of 2^12 points (393 KB): accumulators only where forced.
         for (acc, want) in [(None, 0), (Some(false), 0), (Some(true), 4)] {
             let small = Placement::Streamed {
@@ -697,7 +738,7 @@ mod tests {
             let p = plan(small, None);
             let with: Vec<_> = p.sums.iter().filter(|x| x.acc.is_some()).collect();
             assert_eq!(with.len(), want + usize::from(want > 0), "{acc:?}");
-            assert_eq!(p.accs.1 > 0, want > 0, "{acc:?}");
+            assert_eq!(p.accs.bytes > 0, want > 0, "{acc:?}");
         }
         // The H sum keeps its buckets when the placement says so, at that width: 13
         // windows of 2^19 buckets in G1 at c = 20 (forced: 1.3 GB is more than a chunk).
@@ -712,9 +753,9 @@ mod tests {
         let h = h_acc.sums[Query::H as usize];
         assert_eq!((h.c, h.acc.is_some()), (20, true));
         assert_eq!(h.acc_bytes(), 13 * (1 << 19) * Group::G1.xyzz_bytes());
-        assert!(h.acc.unwrap_or(0) + h.acc_bytes() <= h_acc.accs.1);
-        assert!(h_acc.scratch[0].1 >= h.scratch_bytes());
-        assert_eq!(h_acc.total, h_acc.accs.0 + h_acc.accs.1);
+        assert!(h.acc.unwrap_or(0) + h.acc_bytes() <= h_acc.accs.bytes);
+        assert!(h_acc.scratch[0].bytes >= h.scratch_bytes());
+        assert_eq!(h_acc.total, h_acc.accs.off + h_acc.accs.bytes);
     }
 
     #[test]
@@ -777,7 +818,7 @@ mod tests {
                 table: None,
             };
             let p = ProvePlan::new(&shape(lg), (1 << lg) - 1, lanes, None, usize::MAX);
-            p.scratch[0].1 as u64
+            p.scratch[0].bytes as u64
         };
         assert!(h_scratch(25) <= h200 / 32);
         assert!(h_scratch(26) > h200 / 32);

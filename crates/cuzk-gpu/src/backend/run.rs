@@ -11,7 +11,7 @@ use std::time::Instant;
 use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, Srs, SrsQuery};
 
 use super::matrices::ResidentMatrices;
-use super::plan::{Placement, ProvePlan, SumPlan};
+use super::plan::{Placement, ProvePlan, Span, SumPlan};
 use super::prove::Ready;
 use super::residency::{Query, ResidentSrs};
 use super::ring::{interleave_order, ring_places, Ring, RingSum, RING};
@@ -118,12 +118,11 @@ impl<'a> Call<'a> {
                 plan.ntt_bytes
             )));
         }
-        let region = |(off, bytes): (usize, usize)| arena.region(off, bytes);
         let outputs = Outputs {
-            results: region(plan.results)?,
-            accs: match plan.accs {
-                (_, 0) => None,
-                accs => Some(region(accs)?),
+            results: plan.results.of(arena)?,
+            accs: match plan.accs.bytes {
+                0 => None,
+                _ => Some(plan.accs.of(arena)?),
             },
         };
         if let Some(accs) = &outputs.accs {
@@ -135,7 +134,7 @@ impl<'a> Call<'a> {
             vecs.get(SlotVec::C),
         ];
         let bufs = match plan.chunk_bufs {
-            Some([d0, d1]) => Some([region(d0)?, region(d1)?]),
+            Some([d0, d1]) => Some([d0.of(arena)?, d1.of(arena)?]),
             None => None,
         };
         Ok(Call {
@@ -154,9 +153,9 @@ impl<'a> Call<'a> {
         })
     }
 
-    /// The arena region at `(offset, bytes)`.
-    fn region(&self, (off, bytes): (usize, usize)) -> Result<DevRegion<'a>> {
-        self.arena.region(off, bytes)
+    /// The arena region of `span`.
+    fn region(&self, span: Span) -> Result<DevRegion<'a>> {
+        span.of(self.arena)
     }
 }
 
@@ -294,7 +293,9 @@ impl GpuBackend {
         let sh = shared
             .as_mut()
             .ok_or_else(|| GpuError::Internal("shared scratch missing".into()))?;
-        if let Some([(_, bytes), _]) = plan.chunk_bufs.filter(|_| self.registered(srs).is_none()) {
+        if let Some([Span { bytes, .. }, _]) =
+            plan.chunk_bufs.filter(|_| self.registered(srs).is_none())
+        {
             for pin in &mut sh.stream_pins {
                 if pin.as_ref().is_none_or(|p| p.len() < bytes) {
                     *pin = None;
@@ -533,7 +534,7 @@ impl GpuBackend {
         report: &mut ProveReport,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
-        let mut raw = vec![0u8; plan.results.1];
+        let mut raw = vec![0u8; plan.results.bytes];
         dev.download(&mut raw, results)?;
         timer.finish(report)?;
         if let Some(lt) = lane_timer {

@@ -108,9 +108,9 @@ impl<'a> OutRegions<'a> {
     /// [`GpuError::Input`] if they do not fit.
     pub fn at(results: &DevRegion<'a>, o: ChunkOut) -> Result<OutRegions<'a>> {
         Ok(OutRegions {
-            windows: results.slice(o.windows.0, o.windows.1)?,
-            ones: results.slice(o.ones.0, o.ones.1)?,
-            counts: results.slice(o.counts.0, o.counts.1)?,
+            windows: o.windows.within(results)?,
+            ones: o.ones.within(results)?,
+            counts: o.counts.within(results)?,
             acc: None,
         })
     }
