@@ -221,9 +221,8 @@ impl GpuBackend {
         let dev = &self.dev;
         let shape = *shape;
         let call_start = Instant::now();
-        *stage = ProveStage::Prepare;
         let t = Instant::now();
-        self.fault_at(ProveStage::Prepare)?;
+        self.enter(stage, ProveStage::Prepare)?;
         let lean = self.fit(srs, &shape)?.lean && matrices.is_none();
         let b = bounds(&shape);
         let pieces = staging_pieces(&shape, asg);
@@ -237,8 +236,7 @@ impl GpuBackend {
         // Filled while the slot's previous call runs: a, b, c (unless the device computes
         // them from the matrices), then the witness vectors. Each part in one parallel
         // pass; nothing is copied yet.
-        *stage = ProveStage::Upload;
-        self.fault_at(ProveStage::Upload)?;
+        self.enter(stage, ProveStage::Upload)?;
         let t = Instant::now();
         let fill = |g: &mut StagingGuard<'_>, range: std::ops::Range<usize>| -> Result<()> {
             let mine = pieces_within(&pieces, &range);

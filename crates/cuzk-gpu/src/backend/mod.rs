@@ -309,6 +309,13 @@ impl GpuBackend {
         *self.fault.lock() = Some(stage);
     }
 
+    /// The one step runner of a prove: `stage` becomes `next` (a failure from here on is
+    /// reported as that stage's) and the fault injected there, if any, fails it.
+    fn enter(&self, stage: &mut ProveStage, next: ProveStage) -> Result<()> {
+        *stage = next;
+        self.fault_at(next)
+    }
+
     fn fault_at(&self, stage: ProveStage) -> Result<()> {
         let hit = {
             let mut f = self.fault.lock();

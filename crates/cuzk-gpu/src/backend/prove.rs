@@ -419,9 +419,8 @@ impl GpuBackend {
         let dev = &self.dev;
         let shape = *shape;
         let call_start = Instant::now();
-        *stage = ProveStage::Prepare;
         let t = Instant::now();
-        self.fault_at(ProveStage::Prepare)?;
+        self.enter(stage, ProveStage::Prepare)?;
         let plan = self.call_plan(asg, &shape, srs, matrices)?;
         let (lean, staged_from) = (plan.lean, plan.staged_from);
         let mut slot = self.take_slot(&shape, &plan)?;
@@ -436,8 +435,7 @@ impl GpuBackend {
         // The staging's upload (`Uploads`): a first, then the token if it is free (b, c and
         // the witness then filled beside the kernels, `LateParts`), else the rest and the
         // token's wait. The upload scope keeps the staging borrowed until every copy is done.
-        *stage = ProveStage::Upload;
-        self.fault_at(ProveStage::Upload)?;
+        self.enter(stage, ProveStage::Upload)?;
         let t = Instant::now();
         let start = dev.timing_event()?;
         dev.record_on_copy(&start)?;

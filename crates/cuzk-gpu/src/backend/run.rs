@@ -380,8 +380,7 @@ impl GpuBackend {
             ring.span_end(dev, span)?;
             timer.mark(ProveStage::NttH)?;
             for q in Query::ALL {
-                *stage = stage_of(q);
-                self.fault_at(*stage)?;
+                self.enter(stage, stage_of(q))?;
             }
             *stage = ProveStage::MsmH;
             // The L and A scalars go up now (over a and c, which the quotient has
@@ -488,8 +487,7 @@ impl GpuBackend {
     fn quotient(&self, call: &Call<'_>, stage: &mut ProveStage, ready: Ready<'_>) -> Result<()> {
         let (vecs, abc) = (call.vecs, &call.abc);
         let dev = &self.dev;
-        *stage = ProveStage::NttH;
-        self.fault_at(ProveStage::NttH)?;
+        self.enter(stage, ProveStage::NttH)?;
         if let Some(m) = call.matrices {
             // a = A·z, b = B·z, c = C·z from the uploaded witness: the inputs lead the A
             // scalars, the aux are the L scalars; the rows past them are zero.
@@ -568,8 +566,7 @@ impl GpuBackend {
         call: &Call<'_>,
         stage: &mut ProveStage,
     ) -> Result<()> {
-        *stage = stage_of(sum.query);
-        self.fault_at(*stage)?;
+        self.enter(stage, stage_of(sum.query))?;
         if sum.chunks == 0 {
             return Ok(());
         }
@@ -628,8 +625,7 @@ impl GpuBackend {
         let registered = self.registered(srs);
         let reg = registered.as_ref().and_then(|r| r.0.as_ref());
         for sum in &call.plan.sums {
-            *stage = stage_of(sum.query);
-            self.fault_at(*stage)?;
+            self.enter(stage, stage_of(sum.query))?;
             match sum.query {
                 Query::L => ready(3, Some(dev))?,
                 Query::BG1 => ready(4, Some(dev))?,
