@@ -39,16 +39,11 @@ use crate::tuning::tuning;
 /// sizes.
 pub fn window_bits(n: usize) -> u32 {
     tuning().msm_window_bits.unwrap_or_else(|| {
-        widths()
+        (8u32..=20)
+            .filter(|&c| top_window_bits(c) >= 8)
             .min_by_key(|&c| modelled_additions(n, c, windows(c)))
             .unwrap_or(16)
     })
-}
-
-/// The window widths an MSM may take: those in 8..=20 whose top window holds at least 8
-/// bits (8, 13, 16, 19, 20; see [`window_bits`]), narrowest first.
-pub(crate) fn widths() -> impl DoubleEndedIterator<Item = u32> {
-    (8u32..=20).filter(|&c| top_window_bits(c) >= 8)
 }
 
 /// Windows of c bits in a 256-bit scalar.
