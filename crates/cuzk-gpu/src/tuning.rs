@@ -48,6 +48,11 @@ pub struct GpuTuning {
 
 static INSTALLED: OnceLock<GpuTuning> = OnceLock::new();
 
+/// An MSM window width a variable names: 8..=20.
+fn msm_width(v: &str) -> Option<u32> {
+    v.parse().ok().filter(|c| (8..=20).contains(c))
+}
+
 impl GpuTuning {
     /// `self` with the knobs the environment sets replaced: `CUZK_GPU_MSM_C=c`,
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
@@ -60,10 +65,7 @@ impl GpuTuning {
 
     /// [`GpuTuning::with_env`] over any variable source.
     fn with_vars(mut self, var: impl Fn(&str) -> Option<String>) -> GpuTuning {
-        if let Some(c) = var("CUZK_GPU_MSM_C")
-            .and_then(|v| v.parse().ok())
-            .filter(|c| (8..=20).contains(c))
-        {
+        if let Some(c) = var("CUZK_GPU_MSM_C").and_then(|v| msm_width(&v)) {
             self.msm_window_bits = Some(c);
         }
         if matches!(var("CUZK_GPU_H_TABLE").as_deref(), Some("0") | Some("off")) {
@@ -83,11 +85,7 @@ impl GpuTuning {
         }
         match var("CUZK_GPU_H_ACC").as_deref() {
             Some("0") | Some("off") => self.h_acc = Some(0),
-            Some(c) => {
-                if let Some(c) = c.parse().ok().filter(|c| (8..=20).contains(c)) {
-                    self.h_acc = Some(c);
-                }
-            }
+            Some(v) => self.h_acc = msm_width(v).or(self.h_acc),
             None => {}
         }
         match var("CUZK_GPU_WIDE_SPLIT").as_deref() {

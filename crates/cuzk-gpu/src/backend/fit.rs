@@ -36,10 +36,7 @@ impl GpuBackend {
 
     /// Device bytes the backend holds now: resident SRSs, matrices, slots, the arena.
     pub fn vram_used_bytes(&self) -> u64 {
-        self.srs.bytes()
-            + self.matrices.bytes()
-            + self.slots.device_bytes()
-            + self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed)
+        self.srs.bytes() + self.matrices.bytes() + self.slots.device_bytes() + self.shared_bytes()
     }
 
     /// The mode partitions of `shape` are proved in with `srs` (`budget.rs`), chosen on the
@@ -168,20 +165,28 @@ impl GpuBackend {
             }
             false => costs.plan_streamed,
         };
-        let grow =
-            plan.saturating_sub(self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed));
-        self.slots.unmade() as u64 * fit.slot_bytes(&costs) + grow
+        let grow = plan.saturating_sub(self.shared_bytes());
+        self.unmade_slot_bytes() + grow
     }
 
-    /// Device bytes the shared prove arena may take now: the budget less the SRSs,
-    /// matrices and slots held and the slots the chosen mode still has to make.
-    pub(super) fn arena_room(&self) -> u64 {
-        let unmade = self.fit_costs().map_or(0, |(fit, costs)| {
+    /// Device bytes of the slots the chosen mode has still to make.
+    fn unmade_slot_bytes(&self) -> u64 {
+        self.fit_costs().map_or(0, |(fit, costs)| {
             self.slots.unmade() as u64 * fit.slot_bytes(&costs)
-        });
-        let held = self.srs.bytes() + self.matrices.bytes() + self.slots.device_bytes();
+        })
+    }
+
+    /// Device bytes of the shared prove arena.
+    fn shared_bytes(&self) -> u64 {
+        self.shared_bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Device bytes the shared prove arena may take now: the budget less everything else
+    /// held and the slots the chosen mode still has to make.
+    pub(super) fn arena_room(&self) -> u64 {
+        let others = self.vram_used_bytes() - self.shared_bytes();
         self.vram_budget_bytes()
-            .saturating_sub(held.saturating_add(unmade))
+            .saturating_sub(others.saturating_add(self.unmade_slot_bytes()))
     }
 
     /// Fails unless `bytes` more fit the budget now.
