@@ -175,7 +175,7 @@ pub(super) struct Ahead {
 }
 
 /// The layout's part boundaries: a, b, c, the L and A scalars, the B scalars, the end.
-fn bounds(shape: &SlotShape) -> [usize; 6] {
+pub(super) fn bounds(shape: &SlotShape) -> [usize; 6] {
     let (lay, total) = shape.layout();
     [
         0,
@@ -377,12 +377,7 @@ impl GpuBackend {
                 o
             }),
             Err(e) => {
-                // Queued kernels and copies may still use the slot and the scratch: let
-                // them drain before the slot goes back and the token passes on.
-                let _ = dev.sync_compute();
-                if let Some(lane) = self.lane.get() {
-                    let _ = lane.sync_compute();
-                }
+                self.drain_streams();
                 Err(e)
             }
         };

@@ -9,7 +9,7 @@ use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenGu
 
 use super::matrices::ResidentMatrices;
 use super::prepare::{fill_batched, pieces_within, staging_pieces, Piece, UPLOAD_BATCH};
-use super::slots::{SlotGuard, SlotShape, SlotVec, SlotVecs, WitnessAt};
+use super::slots::{SlotGuard, SlotShape, SlotVecs, WitnessAt};
 use super::GpuBackend;
 use crate::device::arena::DevRegion;
 use crate::device::upload::UploadScope;
@@ -302,14 +302,8 @@ fn part_events(dev: &Device) -> Result<[CudaEvent; 4]> {
 
 /// The staging's upload parts: a, b, c, the witness vectors, as bounds in its layout.
 fn upload_bounds(shape: &SlotShape) -> [usize; 5] {
-    let (lay, total) = shape.layout();
-    [
-        0,
-        lay[SlotVec::B as usize].0,
-        lay[SlotVec::C as usize].0,
-        lay[SlotVec::L as usize].0,
-        total,
-    ]
+    let [a, b, c, witness, _, end] = super::ahead::bounds(shape);
+    [a, b, c, witness, end]
 }
 
 /// The filler thread's work: parts 1, 2, 3 (b, c, the witness) filled and copied in
@@ -394,10 +388,10 @@ impl GpuBackend {
         Ok((token, rest, times))
     }
 
-    /// After a failed prove: queued kernels may still use the slot and the scratch, so
-    /// they drain before the slot goes back and the token passes on (errors here are
-    /// secondary).
-    fn drain_streams(&self) {
+    /// After a failed prove: queued kernels (and copies) may still use the slot and the
+    /// scratch, so they drain before the slot goes back and the token passes on (errors
+    /// here are secondary).
+    pub(super) fn drain_streams(&self) {
         let _ = self.dev.sync_compute();
         if let Some(lane) = self.lane.get() {
             let _ = lane.sync_compute();
