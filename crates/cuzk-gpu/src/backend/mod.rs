@@ -23,6 +23,7 @@
 
 mod ahead;
 pub mod budget;
+pub mod combine;
 mod fit;
 pub mod matrices;
 mod params;

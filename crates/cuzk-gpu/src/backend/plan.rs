@@ -14,21 +14,19 @@
 //! of the same shape downloaded (`hints`), the whole length the first time. Any width is
 //! correct for any count, and every buffer is sized for the whole length.
 //!
-//! A split sum streamed in several chunks keeps its sums across them, in the plan's
-//! accumulators (`accs`, zeroed before the first sum): the ones' partial sums and the
-//! others' buckets. Each chunk only adds to them, and they are reduced to the window sums
-//! and the ones' sum once, after the last chunk. Reduced per chunk, those reductions (chains
-//! of dependent additions on few threads) cost about 4 ms a chunk whatever its size: 815 ms
-//! of a 2^27 partition streamed in 2^21-point chunks on an H100 (#26).
-
-use blstrs::{G1Projective, G2Projective};
-use group::Group as _;
+//! A sum streamed in several chunks keeps its sums across them in the plan's accumulators
+//! (`accs`, zeroed before the first sum) where they take no more bytes than one chunk of
+//! its bases: a split sum's ones' partial sums and others' buckets, the H sum's buckets.
+//! Each chunk only adds to them, and they are reduced to the window sums and the ones' sum
+//! once, after the last chunk. At 2^27 on an H200 that took the split sums from 461 to
+//! 410 ms a partition (docs/runs/2026-12-06.md). The results are read back by
+//! `combine.rs`.
 
 use crate::backend::residency::Query;
 use crate::backend::slots::SlotShape;
 use crate::device::arena::{DevRegion, VramArena, ALIGN};
-use crate::device::layout::{self, G2_AFFINE_BYTES};
-use crate::error::{GpuError, Result};
+use crate::device::layout::G2_AFFINE_BYTES;
+use crate::error::Result;
 use crate::ops::classify::{
     batch_add_scratch_bytes, batch_parts, batch_reduce_scratch_bytes, classify_scratch_bytes,
 };
@@ -408,95 +406,8 @@ impl ProvePlan {
     pub fn lanes(&self) -> bool {
         matches!(self.placement, Placement::Resident { lanes: true, .. })
     }
-
-    /// The five sums from the downloaded results region: per chunk, the Horner combination
-    /// of the window sums plus the ones; and the others' counts (hints for the next plan).
-    ///
-    /// # Errors
-    /// [`GpuError::Internal`] if `raw` is shorter than the results region.
-    pub fn combine(&self, raw: &[u8]) -> Result<(Sums, [usize; 4])> {
-        if raw.len() < self.results.bytes {
-            return Err(GpuError::Internal(format!(
-                "{} result bytes of {}",
-                raw.len(),
-                self.results.bytes
-            )));
-        }
-        let at = |r: Span| &raw[r.off..r.end()];
-        let mut g1 = [G1Projective::identity(); 4];
-        let mut b_g2 = G2Projective::identity();
-        let mut others = [0usize; 4];
-        for (i, sum) in self.sums.iter().enumerate() {
-            let windows = sum.shape().sums() as usize;
-            for j in 0..sum.chunks {
-                let o = sum.chunk_out(j);
-                if sum.split {
-                    let cnt = at(o.counts);
-                    others[i - 1] += u32::from_le_bytes([cnt[4], cnt[5], cnt[6], cnt[7]]) as usize;
-                }
-                // With accumulators, chunk 0's results hold the whole sum.
-                if sum.acc.is_some() && j > 0 {
-                    continue;
-                }
-                let w = &at(o.windows)[..windows * sum.group.jacobian_bytes()];
-                match sum.group {
-                    Group::G1 => {
-                        g1[i.min(3)] += horner_g1(sum.c, w);
-                        if sum.split {
-                            g1[i.min(3)] += layout::g1_from_jacobian(at(o.ones));
-                        }
-                    }
-                    Group::G2 => {
-                        b_g2 += horner_g2(sum.c, w);
-                        b_g2 += layout::g2_from_jacobian(at(o.ones));
-                    }
-                }
-            }
-        }
-        // g1 is indexed by query up to B in G1 (H, L, A, B_G1 are 0..3).
-        let [h, l, a, b_g1] = g1;
-        Ok((
-            Sums {
-                h,
-                l,
-                a,
-                b_g1,
-                b_g2,
-            },
-            others,
-        ))
-    }
 }
 
-/// The five sums of a prove.
-#[derive(Clone, Copy, Debug)]
-pub struct Sums {
-    /// Σ h_i·H_i.
-    pub h: G1Projective,
-    /// Σ w_i·L_i.
-    pub l: G1Projective,
-    /// Σ z_i·A_i.
-    pub a: G1Projective,
-    /// Σ z_i·B1_i.
-    pub b_g1: G1Projective,
-    /// Σ z_i·B2_i.
-    pub b_g2: G2Projective,
-}
-
-/// Σ_w 2^(c·w)·W_w over G1 window sums.
-fn horner_g1(c: u32, raw: &[u8]) -> G1Projective {
-    crate::ops::msm::MsmOut::finish_g1(c, raw)
-}
-
-/// Σ_w 2^(c·w)·W_w over G2 window sums.
-fn horner_g2(c: u32, raw: &[u8]) -> G2Projective {
-    crate::ops::msm::MsmOut::finish_g2(c, raw)
-}
-
-/// The window width of the others' MSM over a bound of n points, expected to hold about
-/// `expect`: the cost model's width for `expect`, but at least that of n /
-/// [`OTHERS_MIN_FRACTION`], and wide enough that n entries per window fit the sort's
-/// 32-bit index.
 /// Window widths of the others' MSM with accumulators: its buckets live through the whole
 /// sum, so the plan keeps them small (13: 20 windows of 2^12 buckets, 15.7 MB in G1),
 /// and 8 for a few others. The widths between leave the top window under 8 bits (see
@@ -533,6 +444,10 @@ fn acc_bits(expect: usize) -> u32 {
         .unwrap_or(13)
 }
 
+/// The window width of the others' MSM over a bound of n points, expected to hold about
+/// `expect`: the cost model's width for `expect`, but at least that of n /
+/// [`OTHERS_MIN_FRACTION`], and wide enough that n entries per window fit the sort's
+/// 32-bit index.
 fn others_bits(n: usize, expect: usize) -> u32 {
     let floor = window_bits((n / OTHERS_MIN_FRACTION).max(1));
     let mut c = window_bits(expect.max(1)).max(floor);
