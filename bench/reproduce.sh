@@ -14,6 +14,9 @@
 #   gputests  NEW only: GPU name and driver, the GPU test binaries
 #   checks    GPU name and driver; per binary: the GPU tests, the NTT checks against the
 #             CPU to 2^16, the MSM checks in G1 and G2
+#   ntt       NEW only: the NTT checks against the CPU to 2^16 (both pass kernels), then
+#             one transform and the quotient (seven transforms) at 2^24 and 2^27 with the
+#             radix-2 pass kernels and the radix-4 ones (medians of 5)
 #   backend   per binary, alternating: resident and streamed proves at 2^20, 2^22, 2^24
 #             (medians of 3, every proof verified) and two workers on one device,
 #             20 partitions of 2^24 (`cuzk bench gpu prove … --overlap 20 --workers 2`)
@@ -149,6 +152,16 @@ part_gputests() {
     t "new ($(commit "$NEW")): $tests tests"
     timeout -k 10 150 "$NEW/${tests}_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
   done
+}
+
+part_ntt() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  t "new ($(commit "$NEW")): ntt checks to 2^16 against the CPU, both pass kernels"
+  timeout -k 10 200 "$NEW/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
+    grep -E '"ok":false|^\{"checks|rror'
+  t "new ($(commit "$NEW")): ntt and quotient at 2^24 and 2^27, radix 2 against radix 4"
+  timeout -k 10 200 "$NEW/cuzk" bench ntt --runs 5 --quotient --log-n 24 --log-n 27 2>&1 |
+    tee "$OUT/ntt.jsonl" | cut -c1-400
 }
 
 part_checks() {
@@ -479,6 +492,7 @@ for part in "$@"; do
   case $part in
     checks) part_checks ;;
     gputests) part_gputests ;;
+    ntt) part_ntt ;;
     backend) part_backend ;;
     h2h-old) part_h2h "$OLD" ;;
     h2h-new) part_h2h "$NEW" ;;
@@ -493,7 +507,7 @@ for part in "$@"; do
     load2k) part_load2k ;;
     wpost32) part_wpost32 ;;
     table) ;;
-    *) echo "unknown part $part (checks, gputests, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, host64, sector512, load2k, wpost32, table)"; exit 2 ;;
+    *) echo "unknown part $part (checks, gputests, ntt, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, host64, sector512, load2k, wpost32, table)"; exit 2 ;;
   esac
 done
 t table

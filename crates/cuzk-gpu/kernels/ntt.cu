@@ -169,6 +169,208 @@ extern "C" __global__ void ntt_dit_pass(fr_t* data, u32 k, u32 R, u32 L, const f
     }
 }
 
+// Radix-4 passes, the same transforms as `ntt_dif_pass` / `ntt_dit_pass` with the same
+// arguments: each thread holds four elements in registers and does two levels per step, so a
+// pass of L levels makes ceil(L / 2) trips through shared memory and as many barriers
+// instead of L + 1, and each step's four products are independent in pairs. The first
+// step of a DIF pass (the last of a DIT pass) works straight on the elements read from
+// (written to) global memory, and an odd level left over is the one of twiddle 1, done
+// with the output (DIF) or the input (DIT). Launch: 2^(L-2) threads a block (L >= 2),
+// 2^L elements of dynamic shared memory.
+
+// The first local index of thread `tid`'s group in a step of quarter q (a power of two):
+// the group is a0 + {0, q, 2q, 3q}, a0 = (tid / q) * 4q + tid % q.
+__device__ __forceinline__ u32 group_base(u32 tid, u32 q) {
+    return ((tid & ~(q - 1)) << 2) | (tid & (q - 1));
+}
+
+// Levels t and t + 1 of a DIF pass on the group x (quarter q = 2^(L-2-t), m = tid % q):
+// level t pairs (0, 2) and (1, 3) with twiddles w^(m << t) and w^((m + q) << t); level
+// t + 1 pairs (0, 1) and (2, 3) with w^(m << (t + 1)), 1 when it is the pass's last level.
+__device__ __forceinline__ void dif4(fr_t (&x)[4], const fr_t* inner, u32 t, u32 m, u32 q) {
+    fr_t u = x[0], v = x[2];
+    x[0] = u + v;
+    x[2] = (u - v) * load_fr(inner + (m << t));
+    u = x[1];
+    v = x[3];
+    x[1] = u + v;
+    x[3] = (u - v) * load_fr(inner + ((m + q) << t));
+    u = x[0];
+    v = x[1];
+    x[0] = u + v;
+    x[1] = u - v;
+    u = x[2];
+    v = x[3];
+    x[2] = u + v;
+    x[3] = u - v;
+    if (q != 1) {
+        const fr_t w = load_fr(inner + (m << (t + 1)));
+        x[1] = x[1] * w;
+        x[3] = x[3] * w;
+    }
+}
+
+// The transpose of dif4: level t + 1, then level t, with butterflies (u, v) -> (u + w v,
+// u - w v).
+__device__ __forceinline__ void dit4(fr_t (&x)[4], const fr_t* inner, u32 t, u32 m, u32 q) {
+    if (q != 1) {
+        const fr_t w = load_fr(inner + (m << (t + 1)));
+        x[1] = x[1] * w;
+        x[3] = x[3] * w;
+    }
+    fr_t u = x[0], v = x[1];
+    x[0] = u + v;
+    x[1] = u - v;
+    u = x[2];
+    v = x[3];
+    x[2] = u + v;
+    x[3] = u - v;
+    u = x[0];
+    v = x[2] * load_fr(inner + (m << t));
+    x[0] = u + v;
+    x[2] = u - v;
+    u = x[1];
+    v = x[3] * load_fr(inner + ((m + q) << t));
+    x[1] = u + v;
+    x[3] = u - v;
+}
+
+// The twist w_R^(lo * bitrev_L(vi)) of local element vi in a pass with lo_bits = R - L > 0.
+__device__ __forceinline__ fr_t twist(const fr_t& x, u64 lo, u32 vi, u32 k, u32 R, u32 L,
+                                      const fr_t* lo_t, const fr_t* hi_t, u32 h) {
+    const u64 k1 = bitrev(vi, L);
+    const u64 e = ((lo * k1) & ((1ull << R) - 1)) << (k - R);
+    return e != 0 ? x * table_pow(lo_t, hi_t, h, e) : x;
+}
+
+extern "C" __global__ void ntt_dif_pass4(fr_t* data, u32 k, u32 R, u32 L, const fr_t* inner,
+                                         const fr_t* lo_t, const fr_t* hi_t, u32 h, u32 mode,
+                                         fr_t scale, const fr_t* s_lo, const fr_t* s_hi,
+                                         fr_t* out) {
+    extern __shared__ uint4 s4_raw[];
+    fr_t* s = reinterpret_cast<fr_t*>(s4_raw);
+    const u32 tid = threadIdx.x;
+    const u32 T = 1u << (L - 2);
+    const u64 g = blockIdx.x;
+    const u32 lo_bits = R - L;
+    const u64 lo = g & ((1ull << lo_bits) - 1);
+    const u64 base = ((g >> lo_bits) << R) + lo;
+    const u64 stride = 1ull << lo_bits;
+
+    fr_t x[4];
+    u32 a0 = tid, q = T, t = 2;
+#pragma unroll
+    for (u32 j = 0; j < 4; j++) x[j] = load_fr(data + base + (u64)(tid + j * T) * stride);
+    dif4(x, inner, 0, tid, T);
+    for (; t + 1 < L; t += 2) {
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) store_fr(s + a0 + j * q, x[j]);
+        __syncthreads();
+        q >>= 2;
+        a0 = group_base(tid, q);
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) x[j] = load_fr(s + a0 + j * q);
+        dif4(x, inner, t, tid & (q - 1), q);
+    }
+    u32 vi[4];
+    if (t < L) {
+        // The last level (twiddle 1) on pairs (2p, 2p + 1), p = tid and tid + T.
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) store_fr(s + a0 + j * q, x[j]);
+        __syncthreads();
+        vi[0] = 2 * tid;
+        vi[1] = 2 * tid + 1;
+        vi[2] = 2 * (tid + T);
+        vi[3] = 2 * (tid + T) + 1;
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) x[j] = load_fr(s + vi[j]);
+#pragma unroll
+        for (u32 j = 0; j < 4; j += 2) {
+            const fr_t u = x[j], v = x[j + 1];
+            x[j] = u + v;
+            x[j + 1] = u - v;
+        }
+    } else {
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) vi[j] = a0 + j * q;
+    }
+#pragma unroll
+    for (u32 j = 0; j < 4; j++) {
+        const u64 pos = base + (u64)vi[j] * stride;
+        fr_t y = lo_bits != 0 ? twist(x[j], lo, vi[j], k, R, L, lo_t, hi_t, h) : x[j];
+        const u64 idx = bitrev((u32)pos, k);
+        y = out_scale(y, mode, scale, s_lo, s_hi, h, idx);
+        store_fr(out ? out + idx : data + pos, y);
+    }
+}
+
+extern "C" __global__ void ntt_dit_pass4(fr_t* data, u32 k, u32 R, u32 L, const fr_t* inner,
+                                         const fr_t* lo_t, const fr_t* hi_t, u32 h, u32 mode,
+                                         fr_t scale, const fr_t* s_lo, const fr_t* s_hi) {
+    extern __shared__ uint4 s4_raw[];
+    fr_t* s = reinterpret_cast<fr_t*>(s4_raw);
+    const u32 tid = threadIdx.x;
+    const u32 T = 1u << (L - 2);
+    const u64 g = blockIdx.x;
+    const u32 lo_bits = R - L;
+    const u64 lo = g & ((1ull << lo_bits) - 1);
+    const u64 base = ((g >> lo_bits) << R) + lo;
+    const u64 stride = 1ull << lo_bits;
+
+    fr_t x[4];
+    u32 a0, q, t;
+    if (L & 1) {
+        // The first level (L - 1, twiddle 1) on pairs (2p, 2p + 1), p = tid and tid + T.
+        u32 vi[4] = {2 * tid, 2 * tid + 1, 2 * (tid + T), 2 * (tid + T) + 1};
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) {
+            const fr_t y = load_fr(data + base + (u64)vi[j] * stride);
+            x[j] = lo_bits != 0 ? twist(y, lo, vi[j], k, R, L, lo_t, hi_t, h) : y;
+        }
+#pragma unroll
+        for (u32 j = 0; j < 4; j += 2) {
+            const fr_t u = x[j], v = x[j + 1];
+            x[j] = u + v;
+            x[j + 1] = u - v;
+        }
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) store_fr(s + vi[j], x[j]);
+        __syncthreads();
+        t = L - 3;
+        q = 2;
+        a0 = group_base(tid, q);
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) x[j] = load_fr(s + a0 + j * q);
+    } else {
+        t = L - 2;
+        q = 1;
+        a0 = 4 * tid;
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) {
+            const fr_t y = load_fr(data + base + (u64)(a0 + j) * stride);
+            x[j] = lo_bits != 0 ? twist(y, lo, a0 + j, k, R, L, lo_t, hi_t, h) : y;
+        }
+    }
+    dit4(x, inner, t, tid & (q - 1), q);
+    while (t > 0) {
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) store_fr(s + a0 + j * q, x[j]);
+        __syncthreads();
+        t -= 2;
+        q <<= 2;
+        a0 = group_base(tid, q);
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) x[j] = load_fr(s + a0 + j * q);
+        dit4(x, inner, t, tid & (q - 1), q);
+    }
+    // t = 0: q = T and a0 = tid.
+#pragma unroll
+    for (u32 j = 0; j < 4; j++) {
+        const u64 pos = base + (u64)(tid + j * T) * stride;
+        store_fr(data + pos, out_scale(x[j], mode, scale, s_lo, s_hi, h, pos));
+    }
+}
+
 // In-place bit-reversal permutation of 2^k elements.
 extern "C" __global__ void ntt_bitrev(fr_t* data, u32 k) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
