@@ -14,9 +14,8 @@
 #   gputests  NEW only: GPU name and driver, the GPU test binaries
 #   checks    GPU name and driver; per binary: the GPU tests, the NTT checks against the
 #             CPU to 2^16, the MSM checks in G1 and G2
-#   ntt       NEW only: the NTT checks against the CPU to 2^16 (both pass kernels), then
-#             one transform and the quotient (seven transforms) at 2^24 and 2^27 with the
-#             radix-2 pass kernels and the radix-4 ones (medians of 5)
+#   ntt       NEW only: the NTT checks against the CPU to 2^16, then one transform and the
+#             quotient (seven transforms) at 2^24 and 2^27 (medians of 5)
 #   backend   per binary, alternating: resident and streamed proves at 2^20, 2^22, 2^24
 #             (medians of 3, every proof verified) and two workers on one device,
 #             20 partitions of 2^24 (`cuzk bench gpu prove … --overlap 20 --workers 2`)
@@ -156,10 +155,10 @@ part_gputests() {
 
 part_ntt() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  t "new ($(commit "$NEW")): ntt checks to 2^16 against the CPU, both pass kernels"
+  t "new ($(commit "$NEW")): ntt checks to 2^16 against the CPU"
   timeout -k 10 200 "$NEW/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
     grep -E '"ok":false|^\{"checks|rror'
-  t "new ($(commit "$NEW")): ntt and quotient at 2^24 and 2^27, radix 2 against radix 4"
+  t "new ($(commit "$NEW")): ntt and quotient at 2^24 and 2^27"
   timeout -k 10 200 "$NEW/cuzk" bench ntt --runs 5 --quotient --log-n 24 --log-n 27 2>&1 |
     tee "$OUT/ntt.jsonl" | cut -c1-400
 }

@@ -217,19 +217,6 @@ kernels! {
         lo: Buf [frs(h)], hi: Buf [frs(k - h)], h: u32, mode: u32, scale: Fr,
         s_lo: OptBuf [frs(h)], s_hi: OptBuf [frs(k - h)],
     );
-    /// `ntt_dif_pass` in radix-4 steps: 2^(l − 2) threads a block, 2^l elements of
-    /// dynamic shared memory.
-    Ntt ntt_dif_pass4(
-        data: Buf [frs(k)], k: u32, r: u32, l: u32, inner: Buf [frs(l) / 2],
-        lo: Buf [frs(h)], hi: Buf [frs(k - h)], h: u32, mode: u32, scale: Fr,
-        s_lo: OptBuf [frs(h)], s_hi: OptBuf [frs(k - h)], out: OptBuf [frs(k)],
-    );
-    /// `ntt_dit_pass` in radix-4 steps (launched as `ntt_dif_pass4`).
-    Ntt ntt_dit_pass4(
-        data: Buf [frs(k)], k: u32, r: u32, l: u32, inner: Buf [frs(l) / 2],
-        lo: Buf [frs(h)], hi: Buf [frs(k - h)], h: u32, mode: u32, scale: Fr,
-        s_lo: OptBuf [frs(h)], s_hi: OptBuf [frs(k - h)],
-    );
     /// The bit-reversal permutation of 2^k elements.
     Ntt ntt_bitrev(data: Buf [frs(k)], k: u32);
     /// data[i] *= g^i (or g^bitrev(i)) from the two-level table lo/hi.

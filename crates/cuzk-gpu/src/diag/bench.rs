@@ -13,7 +13,7 @@ use crate::diag::check::{check_msm, check_ntt, CheckOutcome};
 use crate::diag::testdata::{random_g1, random_g2, random_scalars};
 use crate::error::{GpuError, Result};
 use crate::ops::msm::{self, Group};
-use crate::ops::ntt::{plan_passes, Butterflies, Direction, NttOptions, NttPlan, Order};
+use crate::ops::ntt::{plan_passes, Direction, NttOptions, NttPlan, Order};
 use crate::{Device, VramArena, FP_MUL_MADS, FR_MUL_MADS, H200_MAD_PER_S};
 
 /// What `bench msm` runs.
@@ -298,14 +298,8 @@ fn run_msm_table(
     Ok(())
 }
 
-/// Times [`NttPlan::quotient`] at 2^lg with the pass kernels `butterflies`: one JSON line.
-fn run_quotient(
-    dev: &Arc<Device>,
-    args: &NttBench,
-    lg: u32,
-    seed: u64,
-    butterflies: Butterflies,
-) -> Result<()> {
+/// Times [`NttPlan::quotient`] at 2^lg: one JSON line.
+fn run_quotient(dev: &Arc<Device>, args: &NttBench, lg: u32, seed: u64) -> Result<()> {
     let n = 1usize << lg;
     let arena = VramArena::new(
         dev.clone(),
@@ -316,7 +310,7 @@ fn run_quotient(
         arena.alloc(n * FR_BYTES)?,
         arena.alloc(n * FR_BYTES)?,
     ];
-    let plan = NttPlan::with_butterflies(dev, &arena, lg, butterflies)?;
+    let plan = NttPlan::new(dev, &arena, lg)?;
     for (j, r) in abc.iter().enumerate() {
         dev.upload(
             r,
@@ -331,14 +325,13 @@ fn run_quotient(
         "{}",
         serde_json::json!({
             "op": "ntt_quotient", "n": n, "lg_n": lg, "gpu": dev.name(),
-            "butterflies": format!("{:?}", plan.butterflies()), "transforms": 7, "ms": median(ms.clone()), "runs_ms": ms, "seed": seed,
+            "transforms": 7, "ms": median(ms.clone()), "runs_ms": ms, "seed": seed,
         })
     );
     Ok(())
 }
 
-/// Runs the NTT benchmark, printing one JSON line per case to stdout: each size with the
-/// radix-2 pass kernels (the baseline) and the radix-4 ones.
+/// Runs the NTT benchmark, printing one JSON line per case to stdout.
 ///
 /// # Errors
 /// Device errors, [`GpuError::CheckFailed`], [`GpuError::Input`] for sizes above 2^28.
@@ -355,59 +348,43 @@ pub fn run_ntt(args: &NttBench) -> Result<()> {
                 crate::ops::ntt::MAX_LG_N
             )));
         }
-        for butterflies in [Butterflies::Radix2, Butterflies::Radix4] {
-            time_ntt(&dev, args, lg, seed, butterflies)?;
-            if args.quotient {
-                run_quotient(&dev, args, lg, seed, butterflies)?;
-            }
+        let n = 1usize << lg;
+        let v = random_scalars(n, seed ^ lg as u64);
+        let arena = VramArena::new(
+            dev.clone(),
+            n * FR_BYTES + NttPlan::table_bytes(lg) + (1 << 20),
+        )?;
+        let data = arena.alloc(n * FR_BYTES)?;
+        let plan = NttPlan::new(&dev, &arena, lg)?;
+        dev.upload(&data, as_bytes(&v))?;
+        let opts = NttOptions {
+            direction: Direction::Forward,
+            coset: args.coset,
+            input: Order::Natural,
+            output: Order::BitReversed,
+        };
+        let ms = time_runs(&dev, args.runs, || plan.run(&dev, &data, opts))?;
+        let med = median(ms.clone());
+        let passes = plan_passes(lg).len() as f64;
+        // Butterflies: n/2 products per level but each pass's level of twiddle 1; twists: 2
+        // products per element per pass but the last; coset: 2 per element.
+        let muls = n as f64 / 2.0 * (lg as f64 - passes)
+            + 2.0 * n as f64 * (passes - 1.0).max(0.0)
+            + if args.coset { 2.0 * n as f64 } else { 0.0 };
+        let mads = muls * FR_MUL_MADS as f64;
+        println!(
+            "{}",
+            serde_json::json!({
+                "op": if args.coset { "ntt_coset" } else { "ntt" }, "n": n, "lg_n": lg, "gpu": dev.name(),
+                "order": "natural->bitreversed", "ms": med, "runs_ms": ms,
+                "mad_fraction": mads / (med * 1e-3) / H200_MAD_PER_S,
+                "bytes_moved_gb_s": (2.0 * passes * (n * FR_BYTES) as f64) / (med * 1e-3) / 1e9,
+                "seed": seed,
+            })
+        );
+        if args.quotient {
+            run_quotient(&dev, args, lg, seed)?;
         }
     }
-    Ok(())
-}
-
-/// Times one forward transform of 2^lg points with the pass kernels `butterflies`: one JSON
-/// line.
-fn time_ntt(
-    dev: &Arc<Device>,
-    args: &NttBench,
-    lg: u32,
-    seed: u64,
-    butterflies: Butterflies,
-) -> Result<()> {
-    let n = 1usize << lg;
-    let v = random_scalars(n, seed ^ lg as u64);
-    let arena = VramArena::new(
-        dev.clone(),
-        n * FR_BYTES + NttPlan::table_bytes(lg) + (1 << 20),
-    )?;
-    let data = arena.alloc(n * FR_BYTES)?;
-    let plan = NttPlan::with_butterflies(dev, &arena, lg, butterflies)?;
-    dev.upload(&data, as_bytes(&v))?;
-    let opts = NttOptions {
-        direction: Direction::Forward,
-        coset: args.coset,
-        input: Order::Natural,
-        output: Order::BitReversed,
-    };
-    let ms = time_runs(dev, args.runs, || plan.run(dev, &data, opts))?;
-    let med = median(ms.clone());
-    let passes = plan_passes(lg).len() as f64;
-    // Butterflies: n/2 products per level but each pass's level of twiddle 1; twists: 2
-    // products per element per pass but the last; coset: 2 per element.
-    let muls = n as f64 / 2.0 * (lg as f64 - passes)
-        + 2.0 * n as f64 * (passes - 1.0).max(0.0)
-        + if args.coset { 2.0 * n as f64 } else { 0.0 };
-    let mads = muls * FR_MUL_MADS as f64;
-    println!(
-        "{}",
-        serde_json::json!({
-            "op": if args.coset { "ntt_coset" } else { "ntt" }, "n": n, "lg_n": lg, "gpu": dev.name(),
-            "order": "natural->bitreversed", "butterflies": format!("{:?}", plan.butterflies()),
-            "ms": med, "runs_ms": ms,
-            "mad_fraction": mads / (med * 1e-3) / H200_MAD_PER_S,
-            "bytes_moved_gb_s": (2.0 * passes * (n * FR_BYTES) as f64) / (med * 1e-3) / 1e9,
-            "seed": seed,
-        })
-    );
     Ok(())
 }

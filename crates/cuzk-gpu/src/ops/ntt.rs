@@ -73,19 +73,6 @@ struct Table<'a> {
     hi: DevRegion<'a>,
 }
 
-/// How a pass does its levels: `ntt_dif_pass` / `ntt_dit_pass` one level per trip through
-/// shared memory, or `ntt_dif_pass4` / `ntt_dit_pass4` two levels per trip with four
-/// elements a thread in registers (the default; `CUZK_GPU_NTT=radix2` for the first).
-/// Both compute the same transform.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Butterflies {
-    /// One level per step, one butterfly a thread.
-    Radix2,
-    /// Two levels per step, two butterflies of each a thread (passes of two levels or
-    /// more; a transform with a one-level pass runs radix 2).
-    Radix4,
-}
-
 /// Which pass kernel: `ntt_dif_pass`, whose last pass may write its outputs out of place in
 /// natural order, or `ntt_dit_pass`.
 #[derive(Clone, Copy)]
@@ -120,7 +107,6 @@ pub struct NttPlan<'a> {
     g_inv_n_inv: Table<'a>,
     inner: Vec<(u32, DevRegion<'a>, DevRegion<'a>)>,
     n_inv: Scalar,
-    butterflies: Butterflies,
 }
 
 /// The primitive 2^k-th root of unity ff/bellperson use: ROOT_OF_UNITY^(2^(S - k)).
@@ -165,24 +151,6 @@ impl<'a> NttPlan<'a> {
     /// # Errors
     /// [`GpuError::Input`] for lg_n > [`MAX_LG_N`]; arena or driver errors.
     pub fn new(dev: &Device, arena: &'a VramArena, lg_n: u32) -> Result<NttPlan<'a>> {
-        let butterflies = if crate::tuning::tuning().ntt_radix2 {
-            Butterflies::Radix2
-        } else {
-            Butterflies::Radix4
-        };
-        Self::with_butterflies(dev, arena, lg_n, butterflies)
-    }
-
-    /// [`NttPlan::new`] with the pass kernels named (the checks run both).
-    ///
-    /// # Errors
-    /// As [`NttPlan::new`].
-    pub fn with_butterflies(
-        dev: &Device,
-        arena: &'a VramArena,
-        lg_n: u32,
-        butterflies: Butterflies,
-    ) -> Result<NttPlan<'a>> {
         if lg_n > MAX_LG_N {
             return Err(GpuError::Input(format!(
                 "ntt size 2^{lg_n} above 2^{MAX_LG_N}"
@@ -245,17 +213,7 @@ impl<'a> NttPlan<'a> {
             g_inv_n_inv,
             inner,
             n_inv,
-            butterflies,
         })
-    }
-
-    /// The pass kernels it runs: radix 4 only where asked and every pass has two levels
-    /// or more.
-    pub fn butterflies(&self) -> Butterflies {
-        match self.butterflies {
-            Butterflies::Radix4 if self.passes.iter().all(|&(_, l)| l >= 2) => Butterflies::Radix4,
-            _ => Butterflies::Radix2,
-        }
     }
 
     /// log2 of the size.
@@ -408,30 +366,18 @@ impl<'a> NttPlan<'a> {
         };
         let (s_lo, s_hi) = (s_tab.map(|tb| &tb.lo), s_tab.map(|tb| &tb.hi));
         let sc = scalar_words(&sc);
-        // The grid covers the 2^(k-L) groups; a radix-2 block loops over its 2^(L-1)
-        // butterflies, a radix-4 block has a thread per four elements and their shared
-        // memory; mode 2 alone reads s_lo and s_hi.
-        let radix4 = self.butterflies() == Butterflies::Radix4;
         let cfg = cudarc::driver::LaunchConfig {
             grid_dim: ((1u32 << (k - l)), 1, 1),
-            block_dim: if radix4 {
-                (1u32 << (l - 2), 1, 1)
-            } else {
-                ((1u32 << (l - 1)).min(PASS_THREADS), 1, 1)
-            },
-            shared_mem_bytes: if radix4 { (FR_BYTES << l) as u32 } else { 0 },
+            block_dim: ((1u32 << (l - 1)).min(PASS_THREADS), 1, 1),
+            shared_mem_bytes: 0,
         };
-        match (kind, radix4) {
-            (PassKind::Dif(out), false) => launch::ntt_dif_pass(
+        // The grid covers the 2^(k-L) groups and each block loops over its 2^(L-1)
+        // butterflies; mode 2 alone reads s_lo and s_hi.
+        match kind {
+            PassKind::Dif(out) => launch::ntt_dif_pass(
                 dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, mode, sc, s_lo, s_hi, out,
             ),
-            (PassKind::Dit, false) => launch::ntt_dit_pass(
-                dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, mode, sc, s_lo, s_hi,
-            ),
-            (PassKind::Dif(out), true) => launch::ntt_dif_pass4(
-                dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, mode, sc, s_lo, s_hi, out,
-            ),
-            (PassKind::Dit, true) => launch::ntt_dit_pass4(
+            PassKind::Dit => launch::ntt_dit_pass(
                 dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, mode, sc, s_lo, s_hi,
             ),
         }

@@ -155,8 +155,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         wide_split: None,
         // Only `CUZK_GPU_H_ACC` sets it, for measuring the H sum's accumulators.
         h_acc: None,
-        // Only `CUZK_GPU_NTT=radix2` sets it, for measuring the NTT's pass kernels.
-        ntt_radix2: false,
     };
     if !tuning.with_env().install() {
         tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");

@@ -19,7 +19,7 @@ use crate::device::layout::{as_bytes, as_bytes_mut, FR_BYTES};
 use crate::device::Device;
 use crate::diag::testdata::random_scalars;
 use crate::error::Result;
-use crate::ops::ntt::{root_of_unity, Butterflies, Direction, NttOptions, NttPlan, Order};
+use crate::ops::ntt::{root_of_unity, Direction, NttOptions, NttPlan, Order};
 use msm::edge_scalars;
 
 /// The outcome of one check.
@@ -129,18 +129,14 @@ fn ntt_reference(input: &[Scalar], opts: NttOptions) -> Vec<Scalar> {
     }
 }
 
-/// Both pass kernels of the NTT, each checked against the CPU.
-const BUTTERFLIES: [Butterflies; 2] = [Butterflies::Radix2, Butterflies::Radix4];
-
-/// NTT checks: every direction / coset / order combination at sizes 2^0 … 2^max_lg, with
-/// each of the pass kernels.
+/// NTT checks: every direction / coset / order combination at sizes 2^0 … 2^max_lg.
 ///
 /// # Errors
 /// Device errors (a wrong result is a failed [`CheckOutcome`], not an error).
 pub fn check_ntt(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<CheckOutcome>> {
     let mut out = Vec::new();
     let n_max = 1usize << max_lg;
-    let table_bytes: usize = 2 * (0..=max_lg).map(NttPlan::table_bytes).sum::<usize>();
+    let table_bytes: usize = (0..=max_lg).map(NttPlan::table_bytes).sum();
     let arena = VramArena::new(dev.clone(), n_max * FR_BYTES + table_bytes + (1 << 20))?;
     let data = arena.alloc(n_max * FR_BYTES)?;
     use Direction::*;
@@ -155,8 +151,8 @@ pub fn check_ntt(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<CheckO
         (Inverse, true, BitReversed, Natural),
         (Inverse, true, Natural, Natural),
     ];
-    for (lg, butterflies) in (0..=max_lg).flat_map(|lg| BUTTERFLIES.map(|b| (lg, b))) {
-        let plan = NttPlan::with_butterflies(dev, &arena, lg, butterflies)?;
+    for lg in 0..=max_lg {
+        let plan = NttPlan::new(dev, &arena, lg)?;
         for (ci, &(direction, coset, input, output)) in combos.iter().enumerate() {
             let s = seed.wrapping_add(lg as u64 * 97 + ci as u64);
             let n = 1usize << lg;
@@ -178,12 +174,11 @@ pub fn check_ntt(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<CheckO
             dev.download(as_bytes_mut(&mut got), &data)?;
             let bad = got.iter().zip(&expect).position(|(a, b)| a != b);
             let name = format!(
-                "ntt {}{} {:?}->{:?} 2^{lg} {:?}",
+                "ntt {}{} {:?}->{:?} 2^{lg}",
                 if direction == Forward { "fwd" } else { "inv" },
                 if coset { " coset" } else { "" },
                 input,
-                output,
-                plan.butterflies(),
+                output
             );
             out.push(outcome(
                 name,
@@ -206,7 +201,7 @@ pub fn check_ntt(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<CheckO
 fn check_quotient(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<CheckOutcome>> {
     use Direction::*;
     let n_max = 1usize << max_lg;
-    let table_bytes: usize = 2 * (0..=max_lg).map(NttPlan::table_bytes).sum::<usize>();
+    let table_bytes: usize = (0..=max_lg).map(NttPlan::table_bytes).sum();
     let arena = VramArena::new(dev.clone(), 3 * n_max * FR_BYTES + table_bytes + (1 << 20))?;
     let regions = [
         arena.alloc(n_max * FR_BYTES)?,
@@ -215,8 +210,8 @@ fn check_quotient(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<Check
     ];
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     let mut out = Vec::new();
-    for (lg, butterflies) in (0..=max_lg).flat_map(|lg| BUTTERFLIES.map(|b| (lg, b))) {
-        let plan = NttPlan::with_butterflies(dev, &arena, lg, butterflies)?;
+    for lg in 0..=max_lg {
+        let plan = NttPlan::new(dev, &arena, lg)?;
         let n = 1usize << lg;
         let s = seed.wrapping_add(0x9e37 + lg as u64);
         let abc: Vec<Vec<Scalar>> = (0..3u64)
@@ -244,7 +239,7 @@ fn check_quotient(dev: &Arc<Device>, seed: u64, max_lg: u32) -> Result<Vec<Check
         dev.download(as_bytes_mut(&mut got), &regions[1])?;
         let bad = got.iter().zip(&expect).position(|(a, b)| a != b);
         out.push(outcome(
-            format!("ntt quotient (a b - c) / z 2^{lg} {:?}", plan.butterflies()),
+            format!("ntt quotient (a b - c) / z 2^{lg}"),
             bad.is_none(),
             s,
             &format!("first mismatch at index {bad:?}"),
