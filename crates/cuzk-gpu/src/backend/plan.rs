@@ -52,6 +52,15 @@ const OTHERS_MIN_FRACTION: usize = 64;
 /// stalling 247 ms), 2^22-point ones from 2.467 to 2.576 (130 ms saved, 298 ms stalled).
 const WIDE_SPLIT_BELOW: usize = 1 << 22;
 
+/// Most points in a chunk of a streamed split sum (L, A, B in G1; B in G2 half as many).
+/// Its cost per chunk hardly depends on its size (about 4 ms at 2^23 points on an H100,
+/// docs/runs/2026-12-06.md), but its scratch does: the sort of its others is sized for the
+/// whole chunk at 20 windows, 2.6 GB at 2^23 points and 5.1 GB at 2^24 in a 32 GiB PoRep
+/// prove. Capped here, the H sum alone takes chunks of 2^24 points (13 windows of 20 bits
+/// instead of 14 of 19, half the chunks) where the budget has room for them: 22.4 GB
+/// planned for the 32 GiB PoRep instead of 24.5, which fits a 24 GiB card.
+pub const SPLIT_CHUNK_MAX: usize = 1 << 23;
+
 /// Where the SRS lives for a prove.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
@@ -303,13 +312,16 @@ impl ProvePlan {
             };
             // Streamed, a split sum's chunk fills a whole chunk buffer (sized for
             // `chunk_len` G2 points) below WIDE_SPLIT_BELOW: twice the H sum's in G1; else
-            // one ring slot, half a buffer: the H sum's in G1, half as many G2 points.
+            // one ring slot, half a buffer: the H sum's in G1, half as many G2 points, up to
+            // SPLIT_CHUNK_MAX.
             let wide = tuning().wide_split.unwrap_or(true) && chunk_len < WIDE_SPLIT_BELOW;
+            let split_len = chunk_len.min(SPLIT_CHUNK_MAX);
             let per_chunk = match (query, placement) {
                 (Query::L | Query::A | Query::BG1, Placement::Streamed { .. }) if wide => {
                     chunk_len.saturating_mul(2)
                 }
-                (Query::BG2, Placement::Streamed { .. }) if !wide => (chunk_len / 2).max(1),
+                (Query::L | Query::A | Query::BG1, Placement::Streamed { .. }) => split_len,
+                (Query::BG2, Placement::Streamed { .. }) if !wide => (split_len / 2).max(1),
                 _ => chunk_len,
             };
             let chunk = n.min(per_chunk).max(1);
@@ -679,10 +691,9 @@ mod tests {
         let cold = ProvePlan::new(
             &s,
             (1 << 24) - 1,
-            Placement::Streamed {
-                chunk: 1 << 30,
-                h_acc: None,
-                acc: None,
+            Placement::Resident {
+                lanes: false,
+                table: None,
             },
             None,
             0,
@@ -694,10 +705,9 @@ mod tests {
         let warm = ProvePlan::new(
             &s,
             (1 << 24) - 1,
-            Placement::Streamed {
-                chunk: 1 << 30,
-                h_acc: None,
-                acc: None,
+            Placement::Resident {
+                lanes: false,
+                table: None,
             },
             hints,
             0,
@@ -707,10 +717,9 @@ mod tests {
         let none = ProvePlan::new(
             &s,
             (1 << 24) - 1,
-            Placement::Streamed {
-                chunk: 1 << 30,
-                h_acc: None,
-                acc: None,
+            Placement::Resident {
+                lanes: false,
+                table: None,
             },
             Some([0; 4]),
             0,
@@ -721,6 +730,47 @@ mod tests {
         assert_eq!(cold.total, none.total);
         // The H sum keeps the plain width, or the table's.
         assert_eq!(warm.sums[Query::H as usize].c, window_bits((1 << 24) - 1));
+    }
+
+    #[test]
+    fn split_chunks_are_capped_so_2_24_h_chunks_fit_a_24_gib_card() {
+        // The 32 GiB PoRep's shape; a lean slot (a, b, c) beside the plan.
+        let s = SlotShape {
+            lg: 27,
+            n_l: 130_278_541,
+            n_a: 130_278_541,
+            n_b: 32_800_000,
+        };
+        let streamed = |chunk: usize| {
+            let placement = Placement::Streamed {
+                chunk,
+                h_acc: None,
+                acc: None,
+            };
+            ProvePlan::new(&s, (1 << 27) - 1, placement, None, usize::MAX)
+        };
+        let p = streamed(1 << 24);
+        let h = p.sums[Query::H as usize];
+        assert_eq!((h.chunk, h.chunks, h.c), (1 << 24, 8, 20));
+        for q in [Query::L, Query::A, Query::BG1] {
+            assert_eq!(p.sums[q as usize].chunk, SPLIT_CHUNK_MAX, "{q:?}");
+        }
+        assert_eq!(p.sums[Query::BG2 as usize].chunk, SPLIT_CHUNK_MAX / 2);
+        // Every split chunk fits one ring slot (half a chunk buffer).
+        let slot = p.chunk_bufs.map(|b| b[0].bytes / 2).unwrap_or(0);
+        assert!(p
+            .sums
+            .iter()
+            .all(|x| x.chunk * x.group.affine_bytes() <= slot));
+        // Their scratch is that of 2^23-point chunks, so the whole fits 24 GiB less the
+        // 1 GiB reserve, as 2^23-point chunks did (18.83 GB, measured).
+        let lean = s.device_bytes(true) as u64;
+        assert_eq!(lean + streamed(1 << 23).total as u64, 18_832_354_304);
+        assert!(p.scratch[0].bytes <= streamed(1 << 23).scratch[0].bytes.max(h.scratch_bytes()));
+        assert!(lean + (p.total as u64) < (23u64 << 30));
+        // Below the cap nothing changes: the split sums take the H sum's chunks.
+        let q = streamed(1 << 23);
+        assert!(q.sums.iter().take(4).all(|x| x.chunk == 1 << 23));
     }
 
     #[test]
