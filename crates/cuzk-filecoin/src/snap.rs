@@ -86,6 +86,10 @@ pub enum MirrorCheck {
     /// challenge) walked witness-only, against the update circuit's known counts
     /// (`params::CircuitShape`): for sizes too large to record in a test.
     Counts,
+    /// The prefix walked witness-only with `apex_por` through the native SHA-256 mirror
+    /// (as every partition's parts replay it) against the same walk through the gadgets:
+    /// the same input and aux values and the same constraint count.
+    NativePrefix,
 }
 
 /// Checks partition `partition_idx` of a SnapDeals request's mirrored update circuit
@@ -125,6 +129,9 @@ pub fn check_mirror(
                 let ours = R1cs::record(mirror).map_err(|e| synthesis(&e))?;
                 let theirs = R1cs::record(proof.circuit(k)?).map_err(|e| synthesis(&e))?;
                 Ok(parts::recording_difference(&theirs, &ours))
+            }
+            MirrorCheck::NativePrefix => {
+                replay::native_prefix_difference(&circuit).map_err(|e| synthesis(&e))
             }
             MirrorCheck::Counts => {
                 let layout = parts::walk_layout(&circuit).map_err(|e| synthesis(&e))?;

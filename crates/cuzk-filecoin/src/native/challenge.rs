@@ -323,6 +323,18 @@ pub(crate) fn tree_d_level<CS: ConstraintSystem<Fr>>(
     hash_nodes(cs, &pair)
 }
 
+/// `Sha256Function::hash2_circuit(left, right)`, which allocates and constrains what
+/// `hash_multi_leaf_circuit` does over the two nodes (each node's 255 bits and their
+/// unpacking constraint, a constant zero bit, each byte's bits reversed, SHA-256, the
+/// digest packed): SnapDeals' apex tree (`snap/mirror.rs`).
+pub(crate) fn tree_d_node<CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    left: &AllocatedNum<Fr>,
+    right: &AllocatedNum<Fr>,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    hash_nodes(cs, &[left.clone(), right.clone()])
+}
+
 /// `Sha256Function::hash_multi_leaf_circuit`: each node's bits in storage-proofs' bit
 /// numbering, SHA-256, and the digest's first 254 bits packed in the same numbering.
 fn hash_nodes<CS: ConstraintSystem<Fr>>(

@@ -17,7 +17,7 @@ use neptune::circuit::poseidon_hash;
 use storage_proofs_core::gadgets::insertion::select;
 use storage_proofs_core::gadgets::por::por_no_challenge_input;
 
-use crate::native::challenge::tree_d_level;
+use crate::native::challenge::{tree_d_level, tree_d_node};
 use storage_proofs_update::constants::{
     hs, TreeD, TreeDHasher, TreeRHasher, POSEIDON_CONSTANTS_GEN_RANDOMNESS,
 };
@@ -37,10 +37,12 @@ pub(super) struct Prefix {
 }
 
 /// `circuit.rs:341-580`: everything before the challenge loop. The circuit's asserts on
-/// `k_and_h_select` and on the partition path are errors here.
+/// `k_and_h_select` and on the partition path are errors here. `native` (a witness-only
+/// system): `apex_por`'s SHA-256 hashes through the native mirror.
 pub(super) fn synthesize_prefix<Tree, CS>(
     cs: &mut CS,
     circuit: &EmptySectorUpdateCircuit<Tree>,
+    native: bool,
 ) -> Result<Prefix, SynthesisError>
 where
     Tree: MerkleTreeTrait<Hasher = TreeRHasher>,
@@ -174,13 +176,23 @@ where
         );
     }
 
-    apex_por(
-        cs.namespace(|| "apex_gadget"),
-        apex_leafs.clone(),
-        partition_bits.clone(),
-        partition_path,
-        comm_d_new,
-    )?;
+    if native {
+        apex_por_native(
+            cs,
+            &apex_leafs,
+            partition_bits.clone(),
+            partition_path,
+            &comm_d_new,
+        )?;
+    } else {
+        apex_por(
+            cs.namespace(|| "apex_gadget"),
+            apex_leafs.clone(),
+            partition_bits.clone(),
+            partition_path,
+            comm_d_new,
+        )?;
+    }
 
     let generated_bits = gen_challenge_bits(
         cs.namespace(|| "gen_challenge_bits"),
@@ -446,6 +458,31 @@ fn apex_por<CS: ConstraintSystem<Fr>>(
         partition_path,
         comm_d,
     )
+}
+
+/// [`apex_por`] for witness-only systems: the apex tree's hashes and the partition path's
+/// levels through the native SHA-256 mirror, the same allocations and constraint count in
+/// the same order. A 32 GiB partition's apex tree is 127 hashes, about 6M constraints, and
+/// the prefix is walked on one thread before its parts run (`snap/replay.rs`).
+fn apex_por_native<CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    apex_leafs: &[AllocatedNum<Fr>],
+    partition_bits: Vec<AllocatedBit>,
+    partition_path: Vec<Vec<AllocatedNum<Fr>>>,
+    comm_d: &AllocatedNum<Fr>,
+) -> Result<(), SynthesisError> {
+    if !apex_leafs.len().is_power_of_two() {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    let mut row = apex_leafs.to_vec();
+    while row.len() > 1 {
+        row = row
+            .chunks(2)
+            .map(|pair| tree_d_node(&mut *cs, &pair[0], &pair[1]))
+            .collect::<Result<Vec<_>, _>>()?;
+    }
+    let apex_root = row.swap_remove(0);
+    tree_d_por_native(cs, partition_bits, apex_root, partition_path, comm_d)
 }
 
 /// `gen_challenge_bits` (`gadgets.rs:92-159`): each challenge's random bits, from the

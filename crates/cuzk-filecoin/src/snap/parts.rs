@@ -241,7 +241,7 @@ impl<Tree: MerkleTreeTrait<Hasher = TreeRHasher>> Circuit<Fr> for UpdateMirror<'
         check_shape(self.circuit).map_err(|_| SynthesisError::Unsatisfiable)?;
         let prefix = match (&self.replay, self.span) {
             (Some(walked), Span::Challenge(j)) => walked.replay(cs, j)?,
-            _ => synthesize_prefix(cs, self.circuit)?,
+            _ => synthesize_prefix(cs, self.circuit, false)?,
         };
         let challenges = match self.span {
             Span::Prefix => 0..0,

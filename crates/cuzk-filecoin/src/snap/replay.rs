@@ -41,6 +41,32 @@ pub(super) struct PrefixWitness {
     hs: [usize; 6],
 }
 
+/// The prefix walked witness-only natively (as [`PrefixWitness::walk`] does) against the
+/// same walk through the gadgets: `None` when their inputs, aux values and constraint
+/// counts agree, else where they first differ.
+///
+/// # Errors
+/// Either walk's error, as a sentence.
+pub(super) fn native_prefix_difference<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
+    circuit: &EmptySectorUpdateCircuit<Tree>,
+) -> Result<Option<String>, String> {
+    let walk = |native: bool| {
+        let mut cs = CaptureCs::default();
+        synthesize_prefix(&mut cs, circuit, native)
+            .map_err(|e| format!("the prefix (native {native}): {e}"))?;
+        Ok::<_, String>(cs)
+    };
+    let (ours, theirs) = (walk(true)?, walk(false)?);
+    let first = |a: &[Fr], b: &[Fr]| a.iter().zip(b).position(|(x, y)| x != y);
+    Ok(if ours.counts != theirs.counts {
+        Some(format!("counts {} against {}", ours.counts, theirs.counts))
+    } else if let Some(i) = first(&ours.inputs, &theirs.inputs) {
+        Some(format!("input {i} differs"))
+    } else {
+        first(&ours.aux, &theirs.aux).map(|i| format!("aux {i} differs"))
+    })
+}
+
 /// Which handle of [`Prefix`] an aux index is.
 #[derive(Clone, Copy)]
 enum Slot {
@@ -62,7 +88,8 @@ impl PrefixWitness {
         circuit: &EmptySectorUpdateCircuit<Tree>,
     ) -> Result<PrefixWitness, String> {
         let mut cs = CaptureCs::default();
-        let p = synthesize_prefix(&mut cs, circuit).map_err(|e| format!("the prefix: {e}"))?;
+        let p =
+            synthesize_prefix(&mut cs, circuit, true).map_err(|e| format!("the prefix: {e}"))?;
         let aux = |v: Variable| match v.get_unchecked() {
             Index::Aux(i) => Ok(i),
             Index::Input(i) => Err(format!("a prefix handle is input {i}")),

@@ -169,6 +169,29 @@ fn snap_deals_512mib_mirror_counts_as_the_update_circuit() {
     assert_eq!(diff, None);
 }
 
+/// The prefix every SnapDeals partition walks once before its parts replay it: with
+/// `apex_por` (the apex tree's 127 SHA-256 hashes at 512 MiB and at 32 GiB, and the
+/// partition path) through the native mirror, the same values and constraint count as
+/// through the gadgets, at 2 KiB and on the last partition of a fake 512 MiB request.
+#[test]
+fn snap_deals_native_prefix_walks_as_the_gadgets() {
+    let sector = crate::common::sector_2k();
+    let request = sector.request(FilecoinKind::SnapDeals).expect("request");
+    let diff = check_mirror(
+        &request,
+        ParseOptions::default(),
+        0,
+        MirrorCheck::NativePrefix,
+    )
+    .expect("both walks");
+    assert_eq!(diff, None);
+    let fake = FakeRequest::generate(FilecoinKind::SnapDeals, SectorSize::S512MiB, 7)
+        .expect("a fake 512 MiB request");
+    let opts = ParseOptions { fake_ok: true };
+    let diff = check_mirror(&fake.request, opts, 15, MirrorCheck::NativePrefix).expect("walks");
+    assert_eq!(diff, None);
+}
+
 /// Every challenge of every partition of the 2 KiB PoRep request: the native witness (its
 /// SHA-256 parts without linear combinations) is the real one-challenge circuit's, value
 /// for value and constraint for constraint. See: #17.
