@@ -69,7 +69,7 @@ pub struct GpuSection {
     /// Device bytes the default budget leaves free for others; unset: 1 GiB.
     pub vram_reserve_bytes: Option<u64>,
     /// Points per chunk of a streamed SRS, the largest tried (halves of it are tried when
-    /// a mode does not fit); unset: 2^23.
+    /// a mode does not fit); unset: 2^24.
     pub stream_chunk_points: Option<usize>,
     /// Device bytes an H window table may take (0: none); unset: the built-in choice.
     pub h_table_max_bytes: Option<u64>,

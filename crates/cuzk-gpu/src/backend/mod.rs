@@ -84,10 +84,11 @@ pub struct GpuBackendConfig {
     /// SRS placement.
     pub residency: Residency,
     /// Bases per chunk when streaming: the largest tried; when no mode fits the budget
-    /// with it, halves of it down to [`MIN_STREAM_CHUNK`] are tried (`fit`). Default 2^23:
-    /// wider MSMs, fewer chunks (with 24 GiB free on an H100, 2.304 s per 2^27 partition;
-    /// 2.430 at 2^23 and 2.467 at 2^22 before the accumulators, docs/runs). The SRS's
-    /// placement and the workers do not change with it (`budget::choose_among`).
+    /// with it, halves of it down to [`MIN_STREAM_CHUNK`] are tried (`fit`). Default 2^24:
+    /// the H sum in 13 windows instead of 14 where the budget has room (a 24 GiB card
+    /// since the split sums' chunks stop at `plan::SPLIT_CHUNK_MAX`; with 2^23, 2.304 s per
+    /// 2^27 partition on an H100 with 24 GiB free, docs/runs). The SRS's placement and the
+    /// workers do not change with it (`budget::choose_among`).
     pub stream_chunk_points: usize,
     /// Device bytes the window table of a resident SRS's H query (`msm/table.rs`) may take
     /// beyond the query itself; `None`: up to half of the budget left once the SRS is in
@@ -121,7 +122,7 @@ impl Default for GpuBackendConfig {
             vram_budget_bytes: None,
             vram_reserve_bytes: BUDGET_MARGIN,
             residency: Residency::Auto,
-            stream_chunk_points: 1 << 23,
+            stream_chunk_points: 1 << 24,
             h_table_max_bytes: tuning().h_table_max_bytes,
             concurrent_sums: tuning().concurrent_sums,
             register_streamed_srs: !tuning().no_host_registration,

@@ -45,8 +45,8 @@ const MAX_WINDOWS: usize = 32;
 const OTHERS_MIN_FRACTION: usize = 64;
 /// Streamed in chunks of fewer points than this, the split sums (L, A, B) take chunks of a
 /// whole chunk buffer, twice the H sum's in G1; from this on, the H sum's (B in G2: half,
-/// the same bytes). A split sum's chunk costs about 4 ms whatever its size, but a chunk two
-/// slots wide leaves the four-slot ring (`ring.rs`) too shallow to copy ahead of the H sum:
+/// the same bytes). A split sum's chunk costs about 4 ms whatever its size, but a chunk of a
+/// whole buffer leaves the ring (`ring.rs`) too shallow to copy ahead of the H sum:
 /// on an H100 at 2^27 (docs/benchmarks.md, 2026-12-05), 2^21-point chunks went from 2.971
 /// to 2.738 s per partition with wide split chunks (their compute 815 -> 462 ms, the ring
 /// stalling 247 ms), 2^22-point ones from 2.467 to 2.576 (130 ms saved, 298 ms stalled).
@@ -394,7 +394,9 @@ impl ProvePlan {
         let scratch = [take(first), take(second)];
         let chunk_bufs = match placement {
             Placement::Streamed { chunk, .. } => {
-                let b = chunk.clamp(1, shape.max_query()) * G2_AFFINE_BYTES;
+                // An even count: a quarter buffer (a ring slot) is then whole G1 points,
+                // half a chunk's.
+                let b = chunk.clamp(1, shape.max_query()).next_multiple_of(2) * G2_AFFINE_BYTES;
                 Some([take(b), take(b)])
             }
             Placement::Resident { .. } => None,
@@ -771,6 +773,44 @@ mod tests {
         // Below the cap nothing changes: the split sums take the H sum's chunks.
         let q = streamed(1 << 23);
         assert!(q.sums.iter().take(4).all(|x| x.chunk == 1 << 23));
+    }
+
+    #[test]
+    fn the_budget_streams_2_24_chunks_with_24_gib_free_and_2_21_with_16() {
+        use crate::backend::budget::{choose_among, chunk_sizes, Costs};
+        let s = SlotShape {
+            lg: 27,
+            n_l: 130_278_541,
+            n_a: 130_278_541,
+            n_b: 32_800_000,
+        };
+        let options: Vec<(usize, Costs)> = chunk_sizes(1 << 24, 1 << 16)
+            .map(|chunk| {
+                let placement = Placement::Streamed {
+                    chunk,
+                    h_acc: None,
+                    acc: None,
+                };
+                let plan = ProvePlan::new(&s, (1 << 27) - 1, placement, None, usize::MAX);
+                let costs = Costs {
+                    srs: 47_373_864_960, // the 32 GiB PoRep SRS: never resident here
+                    slot_full: s.device_bytes(false) as u64,
+                    slot_lean: s.device_bytes(true) as u64,
+                    plan_resident: u64::MAX / 4,
+                    plan_streamed: plan.total as u64,
+                };
+                (chunk, costs)
+            })
+            .collect();
+        // The budgets measured with 24 and 16 GiB free less the 1 GiB reserve.
+        let (fit24, _) = choose_among(&options, 24_143_069_184, 2).expect("fits 24 GiB");
+        assert_eq!(
+            (fit24.srs_resident, fit24.workers, fit24.chunk),
+            (false, 1, 1 << 24)
+        );
+        let (fit16, _) = choose_among(&options, 15_550_000_000, 2).expect("fits 16 GiB");
+        assert_eq!((fit16.workers, fit16.chunk), (1, 1 << 21));
+        assert_eq!(fit16.bytes, 15_175_342_080, "as before the cap");
     }
 
     #[test]

@@ -21,12 +21,15 @@ use crate::error::{GpuError, Result};
 use crate::ops::msm::Group;
 
 /// Slots of a [`Ring`]: each of the two chunk buffers (sized for a chunk of G2 points)
-/// holds two. A chunk of the H sum takes one slot, as do the split sums' (L, A, B) in
-/// G1, and B in G2's of half as many points; streamed in small chunks, a split sum's chunk
-/// takes a whole buffer, two slots (`plan.rs`, `WIDE_SPLIT_BELOW`: its cost per chunk
-/// hardly depends on its size, but chunks two slots wide leave the ring too shallow to
-/// copy ahead of the H sum).
-pub const RING: usize = 4;
+/// holds four, each half a chunk of G1 points. A chunk of the H sum takes two slots, as do
+/// the split sums' (L, A, B) in G1 and B in G2's of half as many points; streamed in small
+/// chunks, a split sum's chunk takes a whole buffer, four slots (`plan.rs`,
+/// `WIDE_SPLIT_BELOW`); streamed in chunks above `SPLIT_CHUNK_MAX`, a split sum's chunk
+/// takes one slot, so that the ring holds six of them beside an H chunk twice their size
+/// and their copies run under its sums.
+pub const RING: usize = 8;
+/// Slots of one chunk buffer.
+const PER_BUF: usize = RING / 2;
 
 /// One sum streamed through a [`Ring`]: its plan, its host points (registered), and its
 /// scalars on the device.
@@ -45,17 +48,19 @@ impl RingSum<'_, '_> {
         (j * c, ((j + 1) * c).min(self.sum.n))
     }
 
-    /// Slots of `slot_bytes` a chunk of this sum takes: 1 or 2.
+    /// Slots of `slot_bytes` a chunk of this sum takes: 1, 2 or 4 (a whole buffer).
     ///
     /// # Errors
-    /// [`GpuError::Input`] for a chunk larger than two slots.
+    /// [`GpuError::Input`] for a chunk larger than a buffer.
     pub fn width(&self, slot_bytes: usize) -> Result<usize> {
         let bytes = self.sum.chunk * self.sum.group.affine_bytes();
         match bytes.div_ceil(slot_bytes.max(1)) {
             0 | 1 => Ok(1),
             2 => Ok(2),
+            3 | 4 => Ok(PER_BUF),
             _ => Err(GpuError::Input(format!(
-                "a chunk of {} points of {:?} does not fit two ring slots of {slot_bytes} bytes",
+                "a chunk of {} points of {:?} does not fit a buffer of {PER_BUF} ring slots of \
+                 {slot_bytes} bytes",
                 self.sum.chunk, self.sum.query
             ))),
         }
@@ -115,18 +120,18 @@ pub fn interleave_order(chunks: &[usize], head: usize, after: &[usize]) -> Vec<(
 /// Where one chunk of a ring order lies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RingPlace {
-    /// Its first slot (even for a chunk two slots wide).
+    /// Its first slot (a multiple of its width).
     pub slot: usize,
-    /// Slots it takes: 1 or 2.
+    /// Slots it takes: 1, 2 or 4 (a whole buffer).
     pub width: usize,
     /// The position in the order of the last chunk before it in any of its slots: its
     /// copy is enqueued once that chunk's sum is (`None`: the slots are fresh).
     pub after: Option<usize>,
 }
 
-/// The places of chunks `widths[i]` slots wide, summed in that order: each takes the next
-/// slots round the ring, a chunk two wide skipping a slot to start at an even one (a whole
-/// chunk buffer).
+/// The places of chunks `widths[i]` slots wide (1, 2 or 4; others round up), summed in
+/// that order: each takes the next slots round the ring, skipping slots to start at a
+/// multiple of its width, so that it lies inside one chunk buffer.
 pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
     let mut last: [Option<usize>; RING] = [None; RING];
     let mut at = 0usize;
@@ -134,9 +139,9 @@ pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
         .iter()
         .enumerate()
         .map(|(i, &w)| {
-            let width = w.clamp(1, 2);
-            if width == 2 && at % 2 == 1 {
-                at += 1;
+            let width = w.clamp(1, PER_BUF).next_power_of_two();
+            if !at.is_multiple_of(width) {
+                at += width - at % width;
             }
             let slot = at % RING;
             let after = last[slot..slot + width].iter().flatten().copied().max();
@@ -155,7 +160,7 @@ pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
 /// [`Trace`] those sums and each copy are its spans.
 pub struct Ring<'a> {
     bufs: [DevRegion<'a>; 2],
-    /// Bytes of a slot: half a chunk buffer, in whole G1 points.
+    /// Bytes of a slot: a quarter of a chunk buffer, in whole G1 points.
     slot_bytes: usize,
     copied: [CudaEvent; RING],
     consumed: [CudaEvent; RING],
@@ -173,7 +178,7 @@ impl<'a> Ring<'a> {
     /// Driver errors (events).
     pub fn new(dev: &Device, bufs: &[DevRegion<'a>; 2]) -> Result<Ring<'a>> {
         let pb = Group::G1.affine_bytes();
-        let slot_bytes = bufs[0].bytes().min(bufs[1].bytes()) / 2 / pb * pb;
+        let slot_bytes = bufs[0].bytes().min(bufs[1].bytes()) / PER_BUF / pb * pb;
         Ok(Ring {
             bufs: *bufs,
             slot_bytes,
@@ -192,9 +197,9 @@ impl<'a> Ring<'a> {
 
     /// The device region of `place`.
     fn region(&self, place: RingPlace) -> Result<DevRegion<'a>> {
-        let buf = &self.bufs[place.slot / 2];
+        let buf = &self.bufs[place.slot / PER_BUF];
         buf.slice(
-            (place.slot % 2) * self.slot_bytes,
+            (place.slot % PER_BUF) * self.slot_bytes,
             place.width * self.slot_bytes,
         )
     }
@@ -347,15 +352,16 @@ mod tests {
     #[test]
     fn the_interleave_takes_every_chunk_once_in_order_per_sum() {
         for (chunks, head, after) in [
-            (vec![32, 32, 31], RING, vec![]),
-            (vec![64, 63, 63], RING, vec![]),
-            (vec![2, 5, 0], RING, vec![]),
-            (vec![1], RING, vec![]),
-            (vec![0, 3, 3], RING, vec![0, 2, 5]),
+            (vec![32, 32, 31], 4, vec![]),
+            (vec![64, 63, 63], 4, vec![]),
+            (vec![2, 5, 0], 4, vec![]),
+            (vec![1], 4, vec![]),
+            (vec![0, 3, 3], 4, vec![0, 2, 5]),
             (vec![7, 1, 9], 0, vec![]),
-            (vec![32, 16, 16, 4, 8], RING, vec![0, 0, 0, 10, 10]),
-            (vec![3, 2, 2, 4, 4], RING, vec![0, 0, 0, 9, 9]),
-            (vec![64, 32, 32, 8, 16], RING, vec![0, 0, 0, 18, 18]),
+            (vec![32, 16, 16, 4, 8], 4, vec![0, 0, 0, 10, 10]),
+            (vec![3, 2, 2, 4, 4], 4, vec![0, 0, 0, 9, 9]),
+            (vec![64, 32, 32, 8, 16], 4, vec![0, 0, 0, 18, 18]),
+            (vec![8, 16, 16, 4, 8], 2, vec![0, 0, 0, 6, 6]),
         ] {
             let order = interleave_order(&chunks, head, &after);
             assert_eq!(order.len(), chunks.iter().sum::<usize>());
@@ -379,7 +385,7 @@ mod tests {
         // 2^27 in 2^22-point H chunks, the split sums' twice as large, B held back until H
         // has done 10: B in G1 (4 chunks) and B in G2 (8) between H's last 22, never more
         // than three of theirs in a row.
-        let order = interleave_order(&[32, 16, 16, 4, 8], RING, &[0, 0, 0, 10, 10]);
+        let order = interleave_order(&[32, 16, 16, 4, 8], 4, &[0, 0, 0, 10, 10]);
         let first_b = order.iter().position(|o| o.0 >= 3).expect("a B chunk");
         let h_before = order[..first_b].iter().filter(|o| o.0 == 0).count();
         // Held back for 10; on the tie at 10 (both a third along) H goes first.
@@ -396,7 +402,7 @@ mod tests {
     #[test]
     fn the_interleave_spreads_the_h_chunks_evenly() {
         // 2^27 in 2^22-point chunks: H, L, A.
-        let order = interleave_order(&[32, 32, 31], RING, &[]);
+        let order = interleave_order(&[32, 32, 31], 4, &[]);
         // After the head, no two H chunks are more than three others apart, and the last
         // H chunk is among the last few.
         let h_at: Vec<usize> = order
@@ -405,7 +411,7 @@ mod tests {
             .filter(|(_, o)| o.0 == 0)
             .map(|(i, _)| i)
             .collect();
-        for w in h_at[RING..].windows(2) {
+        for w in h_at[4..].windows(2) {
             assert!(w[1] - w[0] <= 4, "{h_at:?}");
         }
         assert!(order.len() - h_at[31] <= 4);
@@ -413,13 +419,14 @@ mod tests {
 
     #[test]
     fn ring_places_put_wide_chunks_on_whole_buffers_after_their_slots_last_reader() {
-        // H, H, L (two wide), H, A (two wide), H, H, B2 (two wide).
-        let widths = [1, 1, 2, 1, 2, 1, 1, 2];
+        // Small chunks: H, H (two slots), L (a whole buffer), H, A (a whole buffer), H, H,
+        // B2 (a whole buffer): the four-slot ring of halves as it was, in quarters.
+        let widths = [2, 2, 4, 2, 4, 2, 2, 4];
         let p = ring_places(&widths);
         let slots: Vec<usize> = p.iter().map(|p| p.slot).collect();
-        // L starts at slot 2; H at 0 (round two); A skips slot 1 for slots 2, 3; H at 0, 1;
-        // B2 on slots 2, 3.
-        assert_eq!(slots, [0, 1, 2, 0, 2, 0, 1, 2]);
+        // L starts at slot 4; H at 0 (round two); A skips slots 2, 3 for slots 4..8; H at
+        // 0, 2; B2 on slots 4..8.
+        assert_eq!(slots, [0, 2, 4, 0, 4, 0, 2, 4]);
         let after: Vec<Option<usize>> = p.iter().map(|p| p.after).collect();
         assert_eq!(
             after,
@@ -437,6 +444,33 @@ mod tests {
     }
 
     #[test]
+    fn capped_split_chunks_take_one_slot_six_beside_an_h_chunk() {
+        // 2^24-point H chunks (two slots) and 2^23-point split chunks (one): H, H, then
+        // six split chunks, then H. The first eight slots are fresh (copied under the
+        // quotient); the third H waits for the first's sum, the split chunk after it for
+        // the second's.
+        let widths = [2, 2, 1, 1, 1, 1, 2, 1, 1];
+        let p = ring_places(&widths);
+        let slots: Vec<usize> = p.iter().map(|p| p.slot).collect();
+        assert_eq!(slots, [0, 2, 4, 5, 6, 7, 0, 2, 3]);
+        let after: Vec<Option<usize>> = p.iter().map(|p| p.after).collect();
+        assert_eq!(
+            after,
+            [
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some(0),
+                Some(1),
+                Some(1)
+            ]
+        );
+    }
+
+    #[test]
     fn ring_places_never_share_a_slot_between_chunks_in_flight() {
         // Any mix: a chunk's slots are its own from its copy until its sum, and its copy
         // comes after the sums of every earlier chunk in those slots.
@@ -447,14 +481,15 @@ mod tests {
                     seed ^= seed << 13;
                     seed ^= seed >> 17;
                     seed ^= seed << 5;
-                    1 + (seed % 2) as usize
+                    1 << (seed % 3)
                 })
                 .collect();
             let p = ring_places(&widths);
             for (i, pi) in p.iter().enumerate() {
                 assert_eq!(pi.width, widths[i]);
                 assert!(pi.slot + pi.width <= RING, "{widths:?}");
-                assert!(pi.width == 1 || pi.slot % 2 == 0, "{widths:?}");
+                assert_eq!(pi.slot % pi.width, 0, "{widths:?}");
+                assert_eq!(pi.slot / PER_BUF, (pi.slot + pi.width - 1) / PER_BUF);
                 // The last earlier chunk in each of its slots is `after` or before it.
                 for k in pi.slot..pi.slot + pi.width {
                     let prev = (0..i)

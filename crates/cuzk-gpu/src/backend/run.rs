@@ -14,7 +14,7 @@ use super::matrices::ResidentMatrices;
 use super::plan::{Placement, ProvePlan, Span, SumPlan};
 use super::prove::Ready;
 use super::residency::{Query, ResidentSrs};
-use super::ring::{interleave_order, ring_places, Ring, RingSum, RING};
+use super::ring::{interleave_order, ring_places, Ring, RingSum};
 use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
 use super::sums::{enqueue_chunk, enqueue_streamed, HostPoints, OutRegions, Outputs, StreamBufs};
 use super::{GpuBackend, Shared};
@@ -32,6 +32,12 @@ use crate::tuning::tuning;
 /// quotient's coefficients) and the first B sum: by then the upload is done, and the
 /// compute stream does not wait for it.
 const B_LEAD: usize = 2;
+
+/// H points summed before the first split chunk, in at most [`HEAD_MAX`] chunks: their
+/// time covers the upload of the L and A scalars (4 chunks of 2^23 points, 2 of 2^24).
+const HEAD_POINTS: usize = 1 << 25;
+/// Most H chunks before the first split chunk.
+const HEAD_MAX: usize = 4;
 
 /// The stage each query's sum is timed and failed as.
 fn stage_of(q: Query) -> ProveStage {
@@ -353,7 +359,8 @@ impl GpuBackend {
             };
             let b_after = (b_read + B_LEAD).min(h.chunks);
             let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
-            let order = interleave_order(&chunks, RING, &[0, 0, 0, b_after, b_after]);
+            let head = (HEAD_POINTS / h.chunk.max(1)).clamp(1, HEAD_MAX);
+            let order = interleave_order(&chunks, head, &[0, 0, 0, b_after, b_after]);
             let widths = group
                 .iter()
                 .map(|g| g.width(ring.slot_bytes()))
