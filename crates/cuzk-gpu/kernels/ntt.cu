@@ -8,7 +8,8 @@
 // `ntt_dif_pass` runs the passes natural -> bit-reversed (decimation in frequency);
 // `ntt_dit_pass` runs the transpose of the same network, bit-reversed -> natural
 // (decimation in time), with the passes in reverse order. Twiddles come from device tables
-// built by `ntt_powers`: w^e = lo[e & (2^h - 1)] * hi[e >> h] for the 2^k-th root w.
+// built by `ntt_powers`: w^e = lo[e & (2^h - 1)] * hi[e >> h] for the 2^k-th root w; a pass
+// of R <= 18 may be given `tw`, its twists w_R^j (j < 2^R) read with no product.
 #include "field.cuh"
 
 // 2^10 elements of 32 bytes = 32 KiB of shared memory per block.
@@ -38,6 +39,17 @@ __device__ __forceinline__ u32 bitrev(u32 x, u32 bits) {
 __device__ __forceinline__ fr_t table_pow(const fr_t* lo, const fr_t* hi, u32 h, u64 e) {
     u64 mask = (1ull << h) - 1;
     return load_fr(lo + (e & mask)) * load_fr(hi + (e >> h));
+}
+
+// x times the twist w_R^(lo * k1) of a pass over sub-transforms of 2^R points (w_R =
+// w^(2^(k-R))): from the pass's own table `tw` when given (one product), else from the
+// two-level table of w (two).
+__device__ __forceinline__ fr_t twisted(const fr_t& x, u64 lo, u64 k1, u32 k, u32 R,
+                                        const fr_t* lo_t, const fr_t* hi_t, u32 h,
+                                        const fr_t* tw) {
+    const u64 j = (lo * k1) & ((1ull << R) - 1);
+    if (j == 0) return x;
+    return x * (tw ? load_fr(tw + j) : table_pow(lo_t, hi_t, h, j << (k - R)));
 }
 
 // out[i] = factor * base^i for i < count.
@@ -72,7 +84,8 @@ __device__ __forceinline__ fr_t out_scale(const fr_t& x, u32 mode, const fr_t& s
 // index bitrev_k(position): the output is bit-reversed), and a non-null `out` receives
 // each output at out[bitrev_k(position)], i.e. in natural order, out of place.
 extern "C" __global__ void ntt_dif_pass(fr_t* data, u32 k, u32 R, u32 L, const fr_t* inner,
-                                        const fr_t* lo_t, const fr_t* hi_t, u32 h, u32 mode,
+                                        const fr_t* lo_t, const fr_t* hi_t, u32 h,
+                                        const fr_t* tw, u32 mode,
                                         fr_t scale, const fr_t* s_lo, const fr_t* s_hi,
                                         fr_t* out) {
     // uint4 storage: 16-byte shared accesses, conflict-free per quarter warp.
@@ -107,11 +120,7 @@ extern "C" __global__ void ntt_dif_pass(fr_t* data, u32 k, u32 R, u32 L, const f
     for (u32 vi = threadIdx.x; vi < 2 * half_n; vi += blockDim.x) {
         fr_t x = load_fr(s + vi);
         const u64 pos = base + (u64)vi * stride;
-        if (lo_bits != 0) {
-            const u64 k1 = bitrev(vi, L);
-            const u64 e = ((lo * k1) & ((1ull << R) - 1)) << (k - R);
-            if (e != 0) x = x * table_pow(lo_t, hi_t, h, e);
-        }
+        if (lo_bits != 0) x = twisted(x, lo, bitrev(vi, L), k, R, lo_t, hi_t, h, tw);
         const u64 idx = bitrev((u32)pos, k);
         x = out_scale(x, mode, scale, s_lo, s_hi, h, idx);
         store_fr(out ? out + idx : data + pos, x);
@@ -123,7 +132,8 @@ extern "C" __global__ void ntt_dif_pass(fr_t* data, u32 k, u32 R, u32 L, const f
 // passes run in reverse plan order; on the last of them (R = k) `mode` scales the outputs
 // with index = position.
 extern "C" __global__ void ntt_dit_pass(fr_t* data, u32 k, u32 R, u32 L, const fr_t* inner,
-                                        const fr_t* lo_t, const fr_t* hi_t, u32 h, u32 mode,
+                                        const fr_t* lo_t, const fr_t* hi_t, u32 h,
+                                        const fr_t* tw, u32 mode,
                                         fr_t scale, const fr_t* s_lo, const fr_t* s_hi) {
     // uint4 storage: 16-byte shared accesses, conflict-free per quarter warp.
     __shared__ uint4 s_raw[2 << NTT_MAX_LG];
@@ -138,11 +148,7 @@ extern "C" __global__ void ntt_dit_pass(fr_t* data, u32 k, u32 R, u32 L, const f
 
     for (u32 vi = threadIdx.x; vi < 2 * half_n; vi += blockDim.x) {
         fr_t x = load_fr(data + base + (u64)vi * stride);
-        if (lo_bits != 0) {
-            const u64 k1 = bitrev(vi, L);
-            const u64 e = ((lo * k1) & ((1ull << R) - 1)) << (k - R);
-            if (e != 0) x = x * table_pow(lo_t, hi_t, h, e);
-        }
+        if (lo_bits != 0) x = twisted(x, lo, bitrev(vi, L), k, R, lo_t, hi_t, h, tw);
         store_fr(s + vi, x);
     }
     __syncthreads();

@@ -41,6 +41,10 @@ pub struct GpuTuning {
     /// (`CUZK_GPU_H_ACC=0|off`). For measuring the accumulators; default: kept at the
     /// chunk's own width where the budget has room.
     pub h_acc: Option<u32>,
+    /// Whether every NTT pass reads its twists from the two-level table of the root (two
+    /// products an element) instead of a table of its own where R <= 18
+    /// (`CUZK_GPU_NTT_TWIST=two-level`). For measuring one against the other.
+    pub ntt_two_level_twists: bool,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
     pub nvrtc_options: Vec<String>,
@@ -57,7 +61,7 @@ impl GpuTuning {
     /// `self` with the knobs the environment sets replaced: `CUZK_GPU_MSM_C=c`,
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
     /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_GPU_WIDE_SPLIT=0|1`,
-    /// `CUZK_GPU_H_ACC=0|off|c`,
+    /// `CUZK_GPU_H_ACC=0|off|c`, `CUZK_GPU_NTT_TWIST=two-level`,
     /// `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
@@ -87,6 +91,9 @@ impl GpuTuning {
             Some("0") | Some("off") => self.h_acc = Some(0),
             Some(v) => self.h_acc = msm_width(v).or(self.h_acc),
             None => {}
+        }
+        if var("CUZK_GPU_NTT_TWIST").as_deref() == Some("two-level") {
+            self.ntt_two_level_twists = true;
         }
         match var("CUZK_GPU_WIDE_SPLIT").as_deref() {
             Some("1") => self.wide_split = Some(true),
@@ -154,6 +161,10 @@ mod tests {
         assert_eq!(t.h_acc, Some(16));
         let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_H_ACC").then(|| "21".into()));
         assert_eq!(t.h_acc, None, "not an MSM width");
+        assert!(!t.ntt_two_level_twists);
+        let t = GpuTuning::default()
+            .with_vars(|k| (k == "CUZK_GPU_NTT_TWIST").then(|| "two-level".into()));
+        assert!(t.ntt_two_level_twists);
     }
 
     #[test]

@@ -204,17 +204,18 @@ const fn frs(k: u32) -> usize {
 kernels! {
     /// out[i] = factor · base^i for i < count (`ntt.cu`).
     Ntt ntt_powers(out: Buf [count as usize * FR_BYTES], base: Fr, factor: Fr, count: u32);
-    /// One decimation-in-frequency pass over levels [r − l, r) of a 2^k transform; the
-    /// last pass may scale (mode 1: by `scale`, 2: by the s_lo/s_hi table) and write `out`.
+    /// One decimation-in-frequency pass over levels [r − l, r) of a 2^k transform, its
+    /// twists from `tw` (w_r^j, j < 2^r) when given, else from lo/hi; the last pass may
+    /// scale (mode 1: by `scale`, 2: by the s_lo/s_hi table) and write `out`.
     Ntt ntt_dif_pass(
         data: Buf [frs(k)], k: u32, r: u32, l: u32, inner: Buf [frs(l) / 2],
-        lo: Buf [frs(h)], hi: Buf [frs(k - h)], h: u32, mode: u32, scale: Fr,
+        lo: Buf [frs(h)], hi: Buf [frs(k - h)], h: u32, tw: OptBuf [frs(r)], mode: u32, scale: Fr,
         s_lo: OptBuf [frs(h)], s_hi: OptBuf [frs(k - h)], out: OptBuf [frs(k)],
     );
     /// One decimation-in-time pass (as `ntt_dif_pass`, in place).
     Ntt ntt_dit_pass(
         data: Buf [frs(k)], k: u32, r: u32, l: u32, inner: Buf [frs(l) / 2],
-        lo: Buf [frs(h)], hi: Buf [frs(k - h)], h: u32, mode: u32, scale: Fr,
+        lo: Buf [frs(h)], hi: Buf [frs(k - h)], h: u32, tw: OptBuf [frs(r)], mode: u32, scale: Fr,
         s_lo: OptBuf [frs(h)], s_hi: OptBuf [frs(k - h)],
     );
     /// The bit-reversal permutation of 2^k elements.

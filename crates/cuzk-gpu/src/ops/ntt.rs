@@ -19,6 +19,10 @@ use crate::error::{GpuError, Result};
 pub const MAX_LG_N: u32 = 28;
 /// Levels per shared-memory pass (matches NTT_MAX_LG in ntt.cu).
 const MAX_PASS_LG: u32 = 10;
+/// Largest R of a pass whose twists w_R^j come from a table of their own (2^R entries a
+/// direction, 8 MiB at 18) instead of the two-level table of w: one product per element
+/// instead of two. The middle pass of a 2^27 transform (R = 18), the outer one below 2^19.
+const DIRECT_TWIST_MAX_LG: u32 = 18;
 /// Most threads per pass block (ntt.cu's passes loop over their butterflies): a 2^10 pass
 /// runs 256 threads of two butterflies each.
 const PASS_THREADS: u32 = 256;
@@ -106,6 +110,8 @@ pub struct NttPlan<'a> {
     /// g^-i / n: the inverse coset transform's output scaling.
     g_inv_n_inv: Table<'a>,
     inner: Vec<(u32, DevRegion<'a>, DevRegion<'a>)>,
+    /// Per pass R of [`direct_twists`]: w_R^j and w_R^-j for j < 2^R.
+    direct: Vec<(u32, DevRegion<'a>, DevRegion<'a>)>,
     n_inv: Scalar,
 }
 
@@ -116,6 +122,16 @@ pub fn root_of_unity(lg_n: u32) -> Scalar {
         w = w.square();
     }
     w
+}
+
+/// The R of the passes of a 2^k transform whose twists get a table of their own: those
+/// with twists (R > L) and R <= [`DIRECT_TWIST_MAX_LG`].
+fn direct_twists(lg_n: u32) -> Vec<u32> {
+    plan_passes(lg_n)
+        .into_iter()
+        .filter(|&(r, l)| r > l && r <= DIRECT_TWIST_MAX_LG)
+        .map(|(r, _)| r)
+        .collect()
 }
 
 /// The passes (R, L) of a 2^k transform in natural -> bit-reversed order: as few passes
@@ -142,7 +158,11 @@ impl<'a> NttPlan<'a> {
         let two_level =
             ((1usize << h) + (1usize << (lg_n - h))) * FR_BYTES + 2 * crate::device::arena::ALIGN;
         let inner: usize = (1usize << MAX_PASS_LG) * FR_BYTES + 4 * crate::device::arena::ALIGN;
-        5 * two_level + 2 * inner
+        let direct: usize = direct_twists(lg_n)
+            .iter()
+            .map(|&r| 2 * ((FR_BYTES << r) + crate::device::arena::ALIGN))
+            .sum();
+        5 * two_level + 2 * inner + direct
     }
 
     /// Builds the tables for 2^lg_n points in `arena` (kernels enqueued on the compute
@@ -202,6 +222,23 @@ impl<'a> NttPlan<'a> {
             )?;
             inner.push((l, f, i));
         }
+        let mut direct = Vec::new();
+        if !crate::tuning::tuning().ntt_two_level_twists {
+            for r in direct_twists(lg_n) {
+                let wr = root_of_unity(r);
+                let f = arena.alloc(FR_BYTES << r)?;
+                let i = arena.alloc(FR_BYTES << r)?;
+                powers(dev, &f, wr, Scalar::ONE, 1u32 << r)?;
+                powers(
+                    dev,
+                    &i,
+                    wr.invert().unwrap_or(Scalar::ONE),
+                    Scalar::ONE,
+                    1u32 << r,
+                )?;
+                direct.push((r, f, i));
+            }
+        }
         Ok(NttPlan {
             lg_n,
             h,
@@ -212,6 +249,7 @@ impl<'a> NttPlan<'a> {
             g_n_inv,
             g_inv_n_inv,
             inner,
+            direct,
             n_inv,
         })
     }
@@ -358,6 +396,11 @@ impl<'a> NttPlan<'a> {
             &self.omega
         };
         let inner = self.inner_table(l, inverse)?;
+        let tw = self
+            .direct
+            .iter()
+            .find(|(x, _, _)| *x == r)
+            .map(|(_, f, i)| if inverse { i } else { f });
         let (k, h) = (self.lg_n, self.h);
         let (mode, sc, s_tab) = match scale {
             Scale::None => (0u32, Scalar::ONE, None),
@@ -375,10 +418,10 @@ impl<'a> NttPlan<'a> {
         // butterflies; mode 2 alone reads s_lo and s_hi.
         match kind {
             PassKind::Dif(out) => launch::ntt_dif_pass(
-                dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, mode, sc, s_lo, s_hi, out,
+                dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, tw, mode, sc, s_lo, s_hi, out,
             ),
             PassKind::Dit => launch::ntt_dit_pass(
-                dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, mode, sc, s_lo, s_hi,
+                dev, cfg, data, k, r, l, inner, &t.lo, &t.hi, h, tw, mode, sc, s_lo, s_hi,
             ),
         }
     }
@@ -476,6 +519,19 @@ mod tests {
                 assert_eq!(w[1].0, w[0].0 - w[0].1);
             }
         }
+    }
+
+    #[test]
+    fn direct_twists_are_the_passes_with_twists_up_to_2_18() {
+        assert_eq!(direct_twists(10), Vec::<u32>::new(), "one pass, no twists");
+        assert_eq!(direct_twists(16), vec![16]);
+        assert_eq!(direct_twists(18), vec![18]);
+        assert_eq!(direct_twists(20), Vec::<u32>::new(), "(20, 10), (10, 10)");
+        assert_eq!(direct_twists(24), vec![16]);
+        assert_eq!(direct_twists(27), vec![18]);
+        // Counted in the plan's bytes: 2 × 8 MiB at 2^27.
+        let without = NttPlan::table_bytes(20);
+        assert!(NttPlan::table_bytes(27) > without + (16 << 20));
     }
 
     #[test]

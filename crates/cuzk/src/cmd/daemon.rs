@@ -155,6 +155,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         wide_split: None,
         // Only `CUZK_GPU_H_ACC` sets it, for measuring the H sum's accumulators.
         h_acc: None,
+        // Only `CUZK_GPU_NTT_TWIST=two-level` sets it, for measuring the NTT's twists.
+        ntt_two_level_twists: false,
     };
     if !tuning.with_env().install() {
         tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");
