@@ -475,6 +475,8 @@ fn others_bits(n: usize, expect: usize) -> u32 {
 mod tests {
     use super::*;
 
+    const FR_BYTES_TEST: usize = crate::device::layout::FR_BYTES;
+
     fn shape(lg: u32) -> SlotShape {
         let n = 1usize << lg;
         SlotShape {
@@ -767,7 +769,12 @@ mod tests {
         // Their scratch is that of 2^23-point chunks, so the whole fits 24 GiB less the
         // 1 GiB reserve, as 2^23-point chunks did (18.83 GB, measured).
         let lean = s.device_bytes(true) as u64;
-        assert_eq!(lean + streamed(1 << 23).total as u64, 18_832_354_304);
+        // Plus the NTT's direct twist tables at 2^27 (w_18^±j): 2 × 8 MiB.
+        let twists = 2 * ((FR_BYTES_TEST << 18) + ALIGN) as u64;
+        assert_eq!(
+            lean + streamed(1 << 23).total as u64,
+            18_832_354_304 + twists
+        );
         assert!(p.scratch[0].bytes <= streamed(1 << 23).scratch[0].bytes.max(h.scratch_bytes()));
         assert!(lean + (p.total as u64) < (23u64 << 30));
         // Below the cap nothing changes: the split sums take the H sum's chunks.
@@ -810,7 +817,8 @@ mod tests {
         );
         let (fit16, _) = choose_among(&options, 15_550_000_000, 2).expect("fits 16 GiB");
         assert_eq!((fit16.workers, fit16.chunk), (1, 1 << 21));
-        assert_eq!(fit16.bytes, 15_175_342_080, "as before the cap");
+        let twists = 2 * ((FR_BYTES_TEST << 18) + ALIGN) as u64;
+        assert_eq!(fit16.bytes, 15_175_342_080 + twists, "as before the cap");
     }
 
     #[test]
