@@ -14,7 +14,7 @@
 #   gputests  NEW only: GPU name and driver, the GPU test binaries
 #   checks    GPU name and driver; per binary: the GPU tests, the NTT checks against the
 #             CPU to 2^16, the MSM checks in G1 and G2
-#   ntt       NEW only: the NTT checks against the CPU to 2^16, then one transform and the
+#   ntt       NEW only: the NTT checks against the CPU to 2^19, then one transform and the
 #             quotient (seven transforms) at 2^24 and 2^27 (medians of 5)
 #   backend   per binary, alternating: resident and streamed proves at 2^20, 2^22, 2^24
 #             (medians of 3, every proof verified) and two workers on one device,
@@ -155,8 +155,8 @@ part_gputests() {
 
 part_ntt() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  t "new ($(commit "$NEW")): ntt checks to 2^16 against the CPU"
-  timeout -k 10 200 "$NEW/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
+  t "new ($(commit "$NEW")): ntt checks to 2^19 against the CPU (the direct twists: outer pass to 2^18, middle pass from 2^19)"
+  timeout -k 10 200 "$NEW/cuzk" bench ntt --check --check-max-lg 19 --runs 1 --log-n 10 2>&1 |
     grep -E '"ok":false|^\{"checks|rror'
   t "new ($(commit "$NEW")): ntt and quotient at 2^24 and 2^27"
   timeout -k 10 200 "$NEW/cuzk" bench ntt --runs 5 --quotient --log-n 24 --log-n 27 2>&1 |
@@ -172,7 +172,7 @@ part_checks() {
       t "$w ($(commit "$dir")): $tests tests"
       timeout -k 10 150 "$dir/${tests}_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
     done
-    t "$w: ntt checks to 2^16 against the CPU"
+    t "$w: ntt checks to 2^19 against the CPU (the direct twists: outer pass to 2^18, middle pass from 2^19)"
     timeout -k 10 120 "$dir/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
       grep -E '"ok":false|^\{"checks|rror'
     for g in g1 g2; do
