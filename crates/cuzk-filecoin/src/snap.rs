@@ -30,6 +30,7 @@ type TreeRDomain = <TreeRHasher as filecoin_hashers::Hasher>::Domain;
 
 // The update circuit mirrored (`mirror`), given as a prefix and its challenges (`parts`)
 // whose prefix is walked once and replayed (`replay`).
+mod gadgets;
 mod mirror;
 mod parts;
 mod replay;

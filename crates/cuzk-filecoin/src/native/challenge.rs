@@ -326,7 +326,7 @@ pub(crate) fn tree_d_level<CS: ConstraintSystem<Fr>>(
 /// `Sha256Function::hash2_circuit(left, right)`, which allocates and constrains what
 /// `hash_multi_leaf_circuit` does over the two nodes (each node's 255 bits and their
 /// unpacking constraint, a constant zero bit, each byte's bits reversed, SHA-256, the
-/// digest packed): SnapDeals' apex tree (`snap/mirror.rs`).
+/// digest packed): SnapDeals' apex tree (`snap/gadgets.rs`).
 pub(crate) fn tree_d_node<CS: ConstraintSystem<Fr>>(
     cs: &mut CS,
     left: &AllocatedNum<Fr>,

@@ -239,13 +239,15 @@ impl GpuBackend {
         let t = Instant::now();
         let plan = self.plan(shape, srs.lens().h, resident);
         let lane = plan.lanes().then(|| self.lane()).transpose()?;
-        let Shared { arena, stream_pins } = self.shared_for(shared, &plan, srs)?;
+        // The streamed SRS's host points registered with the driver, or None: then the
+        // chunks go through pinned bounce buffers.
+        let registered = self.registered(srs);
+        let reg = registered.as_ref().and_then(|r| r.0.as_ref());
+        let Shared { arena, stream_pins } = self.shared_for(shared, &plan, reg.is_none())?;
         let call = Call::carve(dev, arena, &plan, vecs, matrices)?;
         let mut timer = StageTimer::start(dev)?;
         report.push(ProveStage::GpuSetup, t.elapsed());
 
-        let registered = self.registered(srs);
-        let reg = registered.as_ref().and_then(|r| r.0.as_ref());
         // A streamed SRS from registered memory, with the L and A scalars on the device as
         // soon as the quotient is done: all five sums run through one ring.
         if let (None, Some(bufs), Some(reg), true) =
@@ -259,7 +261,7 @@ impl GpuBackend {
         let lane_timer = match resident {
             Some(r) => self.resident_sums(&call, r, lane, &mut timer, stage, ready)?,
             None => {
-                self.streamed_sums(&call, stream_pins, srs, &mut timer, stage, ready)?;
+                self.streamed_sums(&call, stream_pins, srs, reg, &mut timer, stage, ready)?;
                 None
             }
         };
@@ -274,12 +276,12 @@ impl GpuBackend {
     }
 
     /// The shared prove arena, made (or remade larger) for `plan`, reset, with pinned
-    /// bounce buffers for a streamed SRS whose points are not registered.
+    /// bounce buffers for a streamed SRS when `bounce` (its points are not registered).
     fn shared_for<'s>(
         &self,
         shared: &'s mut Option<Shared>,
         plan: &ProvePlan,
-        srs: &Srs,
+        bounce: bool,
     ) -> Result<&'s mut Shared> {
         let dev = &self.dev;
         if shared.as_ref().is_none_or(|s| s.arena.size() < plan.total) {
@@ -299,9 +301,7 @@ impl GpuBackend {
         let sh = shared
             .as_mut()
             .ok_or_else(|| GpuError::Internal("shared scratch missing".into()))?;
-        if let Some([Span { bytes, .. }, _]) =
-            plan.chunk_bufs.filter(|_| self.registered(srs).is_none())
-        {
+        if let Some([Span { bytes, .. }, _]) = plan.chunk_bufs.filter(|_| bounce) {
             for pin in &mut sh.stream_pins {
                 if pin.as_ref().is_none_or(|p| p.len() < bytes) {
                     *pin = None;
@@ -593,11 +593,13 @@ impl GpuBackend {
     /// The five sums with the SRS streamed from host memory, one after another on the
     /// compute stream, through the plan's chunk buffers (and the pinned bounce buffers,
     /// kept in the shared state between proves).
+    #[allow(clippy::too_many_arguments)]
     fn streamed_sums(
         &self,
         call: &Call<'_>,
         stream_pins: &mut [Option<PinnedBuf>; 2],
         srs: &Srs,
+        reg: Option<&HostRegistration>,
         timer: &mut StageTimer<'_>,
         stage: &mut ProveStage,
         ready: Ready<'_>,
@@ -613,24 +615,24 @@ impl GpuBackend {
             used: [false; 2],
             scratch: call.region(call.plan.scratch[0])?,
         };
-        let r = self.enqueue_streamed_sums(call, &mut sb, srs, timer, stage, ready);
+        let r = self.enqueue_streamed_sums(call, &mut sb, srs, reg, timer, stage, ready);
         *stream_pins = sb.pinned;
         r
     }
 
     /// [`GpuBackend::streamed_sums`] through `sb`.
+    #[allow(clippy::too_many_arguments)]
     fn enqueue_streamed_sums(
         &self,
         call: &Call<'_>,
         sb: &mut StreamBufs<'_>,
         srs: &Srs,
+        reg: Option<&HostRegistration>,
         timer: &mut StageTimer<'_>,
         stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<()> {
         let dev = &self.dev;
-        let registered = self.registered(srs);
-        let reg = registered.as_ref().and_then(|r| r.0.as_ref());
         for sum in &call.plan.sums {
             self.enter(stage, stage_of(sum.query))?;
             match sum.query {

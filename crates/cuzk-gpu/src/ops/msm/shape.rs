@@ -78,8 +78,7 @@ pub(crate) struct Shape {
 impl Shape {
     /// The plain MSM of n points.
     pub(crate) fn new(n: usize) -> Shape {
-        let c = window_bits(n);
-        Shape::with(c, windows(c), 0)
+        Shape::plain(window_bits(n))
     }
 
     /// c-bit windows in `sets` bucket sets, table rows `stride` points apart.
