@@ -7,13 +7,20 @@
 //!
 //! [`choose_among`] is a pure function of the byte counts: for the first shape proved (or
 //! preloaded) it picks, in this order of preference, the SRS resident with every worker,
-//! resident with one worker, streamed with every worker, then streamed with one worker in
-//! a full slot or in a **lean** one, whose witness vectors are uploaded over a, b, c
-//! (`slots.rs`: split when each fits one of them, the L and A scalars once the quotient is
-//! done, the B scalars once the H sum has read it), whichever fits with the larger chunk of
-//! streamed points (the full one on a tie). Below that a partition of the shape
-//! cannot be proved on the device, and the error names both figures. Recorded matrices
-//! (a, b, c on the device) are admitted later only into what the chosen mode leaves.
+//! resident with one worker, then streamed with one worker in a full slot or in a **lean**
+//! one, whose witness vectors are uploaded over a, b, c (`slots.rs`: split when each fits
+//! one of them, the L and A scalars once the quotient is done, the B scalars once the H sum
+//! has read it), whichever fits with the larger chunk of streamed points (the full one on a
+//! tie). Below that a partition of the shape cannot be proved on the device, and the error
+//! names both figures. Recorded matrices (a, b, c on the device) are admitted later only
+//! into what the chosen mode leaves.
+//!
+//! A streamed SRS never gets a second worker slot, however much room is left: the other
+//! callers stage ahead of the one slot (`ahead.rs`), which keeps the compute stream as busy
+//! as two slots would, and two slots would stream the SRS twice over the one PCIe link. On
+//! an 80 GB H100 (2026-12-06) two full streamed workers proved the 32 GiB PoRep in 3.02 s
+//! per 2^27 partition (GPU busy 78%), one lean worker held to 24 GiB on the same card in
+//! 2.13 (busy 96%).
 
 use crate::backend::slots::SlotShape;
 
@@ -118,11 +125,7 @@ pub fn choose_among(
             (fit.bytes <= budget).then_some((fit, *costs))
         })
     };
-    let order = [
-        (true, max_workers, false),
-        (true, 1, false),
-        (false, max_workers, false),
-    ];
+    let order = [(true, max_workers, false), (true, 1, false)];
     if let Some(found) = order.into_iter().find_map(|(r, w, l)| first(r, w, l)) {
         return Ok(found);
     }
@@ -199,6 +202,14 @@ mod tests {
     fn a_24_gib_card_streams_the_srs_with_one_full_worker() {
         let fit = choose(&porep_32g(), 24 * GIB, 2).expect("fits");
         assert_eq!((fit.srs_resident, fit.workers, fit.lean), (false, 1, false));
+    }
+
+    #[test]
+    fn a_streamed_srs_gets_one_worker_however_much_room_is_left() {
+        // 70 GB: the SRS and one full slot do not fit, two streamed full slots would.
+        let fit = choose(&porep_32g(), 70 * GB, 2).expect("fits");
+        assert_eq!((fit.srs_resident, fit.workers, fit.lean), (false, 1, false));
+        assert_eq!(fit.bytes, 2 * GB + 22_300_000_000);
     }
 
     #[test]

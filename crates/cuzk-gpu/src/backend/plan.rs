@@ -819,6 +819,16 @@ mod tests {
         assert_eq!((fit16.workers, fit16.chunk), (1, 1 << 21));
         let twists = 2 * ((FR_BYTES_TEST << 18) + ALIGN) as u64;
         assert_eq!(fit16.bytes, 15_175_342_080 + twists, "as before the cap");
+        // A 48 GB card and a whole 80 GB H100 (its budget measured less the reserve): one
+        // full slot with the largest chunk, never a second streamed worker (`budget.rs`).
+        for budget in [47_000_000_000, 83_943_751_680] {
+            let (fit, _) = choose_among(&options, budget, 2).expect("fits");
+            assert_eq!(
+                (fit.srs_resident, fit.workers, fit.lean, fit.chunk),
+                (false, 1, false, 1 << 24),
+                "{budget}"
+            );
+        }
     }
 
     #[test]
