@@ -15,11 +15,11 @@
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaEvent;
-use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenTimes};
+use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, TokenTimes};
 use parking_lot::{Condvar, Mutex};
 
-use super::matrices::ResidentMatrices;
 use super::prepare::{fill_batched, pieces_within, staging_pieces};
+use super::prove::ProveCall;
 use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
 use super::GpuBackend;
 use crate::device::pinned::{PinnedBuf, PinnedPool};
@@ -211,24 +211,20 @@ impl GpuBackend {
     /// One compute call staged ahead of the slot (module docs).
     pub(super) fn compute_ahead(
         &self,
-        asg: &Assignment,
-        shape: &SlotShape,
-        srs: &Srs,
-        matrices: Option<&ResidentMatrices>,
+        call: &ProveCall<'_>,
         report: &mut ProveReport,
-        stage: &mut ProveStage,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
-        let shape = *shape;
+        let (asg, shape, srs, matrices) = (call.asg, call.shape, call.srs, call.matrices);
         let call_start = Instant::now();
         let t = Instant::now();
-        self.enter(stage, ProveStage::Prepare)?;
+        self.enter(call, ProveStage::Prepare)?;
         let lean = self.fit(srs, &shape)?.lean && matrices.is_none();
         let b = bounds(&shape);
         let pieces = staging_pieces(&shape, asg);
         report.push(ProveStage::Prepare, t.elapsed());
 
-        *stage = ProveStage::Srs;
+        call.reached(ProveStage::Srs);
         let t = Instant::now();
         let resident = self.resident_for(srs, &shape)?;
         report.push(ProveStage::Srs, t.elapsed());
@@ -236,7 +232,7 @@ impl GpuBackend {
         // Filled while the slot's previous call runs: a, b, c (unless the device computes
         // them from the matrices), then the witness vectors. Each part in one parallel
         // pass; nothing is copied yet.
-        self.enter(stage, ProveStage::Upload)?;
+        self.enter(call, ProveStage::Upload)?;
         let t = Instant::now();
         let fill = |g: &mut StagingGuard<'_>, range: std::ops::Range<usize>| -> Result<()> {
             let mine = pieces_within(&pieces, &range);
@@ -361,14 +357,11 @@ impl GpuBackend {
             }
         };
         let out = self.kernels(
+            call,
             &mut shared,
             &vecs,
-            &shape,
-            srs,
             resident.as_deref(),
-            matrices,
             report,
-            stage,
             &mut ready,
         );
         let out = match out {

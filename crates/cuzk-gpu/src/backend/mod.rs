@@ -311,10 +311,10 @@ impl GpuBackend {
         *self.fault.lock() = Some(stage);
     }
 
-    /// The one step runner of a prove: `stage` becomes `next` (a failure from here on is
+    /// The one step runner of a prove: `call` enters `next` (a failure from here on is
     /// reported as that stage's) and the fault injected there, if any, fails it.
-    fn enter(&self, stage: &mut ProveStage, next: ProveStage) -> Result<()> {
-        *stage = next;
+    fn enter(&self, call: &prove::ProveCall<'_>, next: ProveStage) -> Result<()> {
+        call.reached(next);
         self.fault_at(next)
     }
 
@@ -394,9 +394,9 @@ impl Backend for GpuBackend {
                 Err(e) => return Err(device_err(ProveStage::Srs, e)),
             },
         };
-        let mut stage = ProveStage::Prepare;
-        let r = self.compute_inner(asg, &shape, srs, matrices.as_deref(), report, &mut stage);
-        r.map_err(|e| device_err(stage, e))
+        let call = prove::ProveCall::new(asg, shape, srs, matrices.as_deref());
+        let r = self.compute_inner(&call, report);
+        r.map_err(|e| device_err(call.stage(), e))
     }
 
     fn owns_compute_token(&self) -> bool {

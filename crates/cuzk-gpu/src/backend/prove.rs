@@ -2,6 +2,7 @@
 //! the upload on the copy stream, the compute token, then the kernel section (`run.rs`).
 //! `mod.rs` owns the backend's state; this file only runs it.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaEvent;
@@ -323,6 +324,45 @@ fn fill_rest<'env>(
     (r, t.elapsed())
 }
 
+/// One compute call: what it proves, and the stage a failure from here on is reported
+/// as, moved on by the step runner ([`GpuBackend::enter`], where a fault may be injected)
+/// or by [`ProveCall::reached`].
+pub(super) struct ProveCall<'c> {
+    pub(super) asg: &'c Assignment,
+    pub(super) shape: SlotShape,
+    pub(super) srs: &'c Srs,
+    /// The recorded matrices on the device: it computes a, b, c from the witness.
+    pub(super) matrices: Option<&'c ResidentMatrices>,
+    stage: Cell<ProveStage>,
+}
+
+impl<'c> ProveCall<'c> {
+    pub(super) fn new(
+        asg: &'c Assignment,
+        shape: SlotShape,
+        srs: &'c Srs,
+        matrices: Option<&'c ResidentMatrices>,
+    ) -> ProveCall<'c> {
+        ProveCall {
+            asg,
+            shape,
+            srs,
+            matrices,
+            stage: Cell::new(ProveStage::Prepare),
+        }
+    }
+
+    /// The stage a failure now is reported as.
+    pub(super) fn stage(&self) -> ProveStage {
+        self.stage.get()
+    }
+
+    /// The call is now in `next`, a stage no fault is injected at.
+    pub(super) fn reached(&self, next: ProveStage) {
+        self.stage.set(next);
+    }
+}
+
 impl GpuBackend {
     /// The staging and token choices of a prove of `shape` in the chosen mode.
     fn call_plan(
@@ -367,7 +407,7 @@ impl GpuBackend {
         since: Instant,
         filled: Duration,
         report: &mut ProveReport,
-        stage: &mut ProveStage,
+        call: &ProveCall<'_>,
     ) -> Result<(TokenGuard<'_>, Option<Rest<'env>>, TokenTimes)> {
         let times = |wait_start, wait| TokenTimes {
             wait_start,
@@ -379,7 +419,7 @@ impl GpuBackend {
             Some(token) => (token, Some(rest), times(since.elapsed(), Duration::ZERO)),
             None => {
                 uploads.fill_rest_now(rest, filled, report)?;
-                *stage = ProveStage::TokenWait;
+                call.reached(ProveStage::TokenWait);
                 let (wait_start, t) = (since.elapsed(), Instant::now());
                 (self.token.acquire(), None, times(wait_start, t.elapsed()))
             }
@@ -398,30 +438,28 @@ impl GpuBackend {
         }
     }
 
+    /// One compute call with a slot of its own (or, when the mode has one slot and more
+    /// workers, staged ahead of it: `ahead.rs`).
     pub(super) fn compute_inner(
         &self,
-        asg: &Assignment,
-        shape: &SlotShape,
-        srs: &Srs,
-        matrices: Option<&ResidentMatrices>,
+        call: &ProveCall<'_>,
         report: &mut ProveReport,
-        stage: &mut ProveStage,
     ) -> Result<MsmOutputs> {
-        if self.stages_ahead(self.fit(srs, shape)?.workers) {
-            return self.compute_ahead(asg, shape, srs, matrices, report, stage);
+        let (asg, shape, srs) = (call.asg, call.shape, call.srs);
+        if self.stages_ahead(self.fit(srs, &shape)?.workers) {
+            return self.compute_ahead(call, report);
         }
         let dev = &self.dev;
-        let shape = *shape;
         let call_start = Instant::now();
         let t = Instant::now();
-        self.enter(stage, ProveStage::Prepare)?;
-        let plan = self.call_plan(asg, &shape, srs, matrices)?;
+        self.enter(call, ProveStage::Prepare)?;
+        let plan = self.call_plan(asg, &shape, srs, call.matrices)?;
         let (lean, staged_from) = (plan.lean, plan.staged_from);
         let mut slot = self.take_slot(&shape, &plan)?;
         let pieces = staging_pieces(&shape, asg);
         report.push(ProveStage::Prepare, t.elapsed());
 
-        *stage = ProveStage::Srs;
+        call.reached(ProveStage::Srs);
         let t = Instant::now();
         let resident = self.resident_for(srs, &shape)?;
         report.push(ProveStage::Srs, t.elapsed());
@@ -429,7 +467,7 @@ impl GpuBackend {
         // The staging's upload (`Uploads`): a first, then the token if it is free (b, c and
         // the witness then filled beside the kernels, `LateParts`), else the rest and the
         // token's wait. The upload scope keeps the staging borrowed until every copy is done.
-        self.enter(stage, ProveStage::Upload)?;
+        self.enter(call, ProveStage::Upload)?;
         let t = Instant::now();
         let start = dev.timing_event()?;
         dev.record_on_copy(&start)?;
@@ -450,7 +488,7 @@ impl GpuBackend {
                 call_start,
                 fill_time,
                 report,
-                stage,
+                call,
             )?;
             let overlapped = rest.is_some();
             let held = Instant::now();
@@ -465,14 +503,11 @@ impl GpuBackend {
                 let mut late = LateParts::new(u, overlapped, rx, filler);
                 let mut ready = |k: usize, d: Option<&Device>| late.wait(k, d);
                 let out = self.kernels(
+                    call,
                     &mut shared,
                     &vecs,
-                    &shape,
-                    srs,
                     resident.as_deref(),
-                    matrices,
                     report,
-                    stage,
                     &mut ready,
                 );
                 // A failure before the sums reached the witness: still join the filler.

@@ -10,9 +10,8 @@ use std::time::Instant;
 
 use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, Srs, SrsQuery};
 
-use super::matrices::ResidentMatrices;
 use super::plan::{Placement, ProvePlan, Span, SumPlan};
-use super::prove::Ready;
+use super::prove::{ProveCall, Ready};
 use super::residency::{Query, ResidentSrs};
 use super::ring::{interleave_order, ring_places, Ring, RingSum};
 use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
@@ -91,14 +90,14 @@ impl Scalars<'_> {
     }
 }
 
-/// What one prove's kernels work on: its plan, the regions carved for it from the shared
-/// arena (NTT tables, results and accumulators, the streamed chunk buffers), the slot's
-/// vectors with a, b, c and the sums' scalars, and the resident matrices.
-struct Call<'a> {
+/// What one prove's kernels work on: the call, its plan, the regions carved for it from
+/// the shared arena (NTT tables, results and accumulators, the streamed chunk buffers), and
+/// the slot's vectors with a, b, c and the sums' scalars.
+struct Work<'a> {
+    call: &'a ProveCall<'a>,
     plan: &'a ProvePlan,
     arena: &'a VramArena,
     vecs: &'a SlotVecs<'a>,
-    matrices: Option<&'a ResidentMatrices>,
     ntt: NttPlan<'a>,
     abc: [DevRegion<'a>; 3],
     scalars: Scalars<'a>,
@@ -106,16 +105,16 @@ struct Call<'a> {
     bufs: Option<[DevRegion<'a>; 2]>,
 }
 
-impl<'a> Call<'a> {
+impl<'a> Work<'a> {
     /// Carves the plan's regions from `arena` (reset): the NTT tables first, then the
     /// results and the accumulators, zeroed (every point at infinity).
     fn carve(
         dev: &Device,
+        call: &'a ProveCall<'a>,
         arena: &'a VramArena,
         plan: &'a ProvePlan,
         vecs: &'a SlotVecs<'a>,
-        matrices: Option<&'a ResidentMatrices>,
-    ) -> Result<Call<'a>> {
+    ) -> Result<Work<'a>> {
         let ntt = NttPlan::new(dev, arena, plan.shape.lg)?;
         if arena.used() > plan.ntt_bytes {
             return Err(GpuError::Internal(format!(
@@ -143,11 +142,11 @@ impl<'a> Call<'a> {
             Some([d0, d1]) => Some([d0.of(arena)?, d1.of(arena)?]),
             None => None,
         };
-        Ok(Call {
+        Ok(Work {
+            call,
             plan,
             arena,
             vecs,
-            matrices,
             ntt,
             scalars: Scalars {
                 vecs,
@@ -221,21 +220,18 @@ impl GpuBackend {
     /// scalars; 4: the B scalars) and makes `d`'s compute stream wait for that part's
     /// copies, `ready(k, None)` once the place of a part uploaded late is free (every
     /// kernel enqueued so far done with it).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn kernels(
         &self,
+        call: &ProveCall<'_>,
         shared: &mut Option<Shared>,
         vecs: &SlotVecs<'_>,
-        shape: &SlotShape,
-        srs: &Srs,
         resident: Option<&ResidentSrs>,
-        matrices: Option<&ResidentMatrices>,
         report: &mut ProveReport,
-        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
-        *stage = ProveStage::GpuSetup;
+        let (shape, srs) = (&call.shape, call.srs);
+        call.reached(ProveStage::GpuSetup);
         let t = Instant::now();
         let plan = self.plan(shape, srs.lens().h, resident);
         let lane = plan.lanes().then(|| self.lane()).transpose()?;
@@ -244,31 +240,31 @@ impl GpuBackend {
         let registered = self.registered(srs);
         let reg = registered.as_ref().and_then(|r| r.0.as_ref());
         let Shared { arena, stream_pins } = self.shared_for(shared, &plan, reg.is_none())?;
-        let call = Call::carve(dev, arena, &plan, vecs, matrices)?;
+        let work = Work::carve(dev, call, arena, &plan, vecs)?;
         let mut timer = StageTimer::start(dev)?;
         report.push(ProveStage::GpuSetup, t.elapsed());
 
         // A streamed SRS from registered memory, with the L and A scalars on the device as
         // soon as the quotient is done: all five sums run through one ring.
         if let (None, Some(bufs), Some(reg), true) =
-            (resident, call.bufs, reg, vecs.witness_at().early())
+            (resident, work.bufs, reg, vecs.witness_at().early())
         {
-            return self.ring_prove(&call, shape, srs, reg, bufs, timer, report, stage, ready);
+            return self.ring_prove(&work, reg, bufs, timer, report, ready);
         }
         // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
-        self.quotient(&call, stage, ready)?;
+        self.quotient(&work, ready)?;
         timer.mark(ProveStage::NttH)?;
         let lane_timer = match resident {
-            Some(r) => self.resident_sums(&call, r, lane, &mut timer, stage, ready)?,
+            Some(r) => self.resident_sums(&work, r, lane, &mut timer, ready)?,
             None => {
-                self.streamed_sums(&call, stream_pins, srs, reg, &mut timer, stage, ready)?;
+                self.streamed_sums(&work, stream_pins, reg, &mut timer, ready)?;
                 None
             }
         };
         self.finish(
             &plan,
             shape,
-            &call.outputs.results,
+            &work.outputs.results,
             timer,
             lane_timer,
             report,
@@ -316,22 +312,19 @@ impl GpuBackend {
     /// The streamed SRS's five sums through one ring, the copy-bound L, A and B sums
     /// between the compute-bound H sum's chunks, the first round's copies under the
     /// quotient; then the download and each query's device time.
-    #[allow(clippy::too_many_arguments)]
     fn ring_prove(
         &self,
-        call: &Call<'_>,
-        shape: &SlotShape,
-        srs: &Srs,
+        work: &Work<'_>,
         reg: &HostRegistration,
         bufs: [DevRegion<'_>; 2],
         mut timer: StageTimer<'_>,
         report: &mut ProveReport,
-        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
-        let (dev, plan) = (&self.dev, call.plan);
+        let (dev, plan, call) = (&self.dev, work.plan, work.call);
+        let (shape, srs) = (&call.shape, call.srs);
         let mut ring = Ring::new(dev, &bufs)?;
-        let scratch = call.region(plan.scratch[0])?;
+        let scratch = work.region(plan.scratch[0])?;
         let group_start = Instant::now();
         let ring_ref = &mut ring;
         let timer_ref = &mut timer;
@@ -340,7 +333,7 @@ impl GpuBackend {
             let mut group = Vec::with_capacity(Query::ALL.len());
             for q in Query::ALL {
                 let sum = &plan.sums[q as usize];
-                let scalars = call.scalars.of(q, sum.n)?;
+                let scalars = work.scalars.of(q, sum.n)?;
                 let HostPoints::Memory(host) = host_points(srs, q) else {
                     return Err(GpuError::Internal("registered points not in memory".into()));
                 };
@@ -350,7 +343,7 @@ impl GpuBackend {
             // once the H sum has read them there (its first `b_read` chunks); the B
             // sums start B_LEAD H chunks later, by when they are up.
             let h = &plan.sums[Query::H as usize];
-            let b_read = match call.vecs.witness_at() {
+            let b_read = match work.vecs.witness_at() {
                 WitnessAt::Split => plan.sums[Query::BG1 as usize]
                     .n
                     .div_ceil(h.chunk)
@@ -383,13 +376,13 @@ impl GpuBackend {
             let mut copies = 0;
             copy_ready(ring, &mut copies, 0)?;
             let span = ring.span_begin(dev, "quotient")?;
-            self.quotient(call, stage, ready)?;
+            self.quotient(work, ready)?;
             ring.span_end(dev, span)?;
             timer.mark(ProveStage::NttH)?;
             for q in Query::ALL {
-                self.enter(stage, stage_of(q))?;
+                self.enter(call, stage_of(q))?;
             }
-            *stage = ProveStage::MsmH;
+            call.reached(ProveStage::MsmH);
             // The L and A scalars go up now (over a and c, which the quotient has
             // read); the compute stream waits for them only at the first L or A sum,
             // after the head's H chunks.
@@ -414,7 +407,7 @@ impl GpuBackend {
                         "ring chunk {i} summed before its copy was enqueued"
                     )));
                 }
-                ring.sum(dev, &scratch, &group[g], j, places[i], &call.outputs)?;
+                ring.sum(dev, &scratch, &group[g], j, places[i], &work.outputs)?;
                 copy_ready(ring, &mut copies, i + 1)?;
                 if g == Query::H as usize && j + 1 == b_read {
                     ready(4, None)?;
@@ -429,7 +422,7 @@ impl GpuBackend {
             Ok(())
         })??;
         let group_wall = group_start.elapsed();
-        let out = self.finish(plan, shape, &call.outputs.results, timer, None, report);
+        let out = self.finish(plan, shape, &work.outputs.results, timer, None, report);
         // The five sums interleave: each query's device time is its chunks' sum, and
         // the host's wall of enqueueing them all is the H stage's.
         if out.is_ok() {
@@ -451,19 +444,18 @@ impl GpuBackend {
     /// timer.
     fn resident_sums<'l>(
         &self,
-        call: &Call<'_>,
+        work: &Work<'_>,
         r: &ResidentSrs,
         lane: Option<&'l Arc<Device>>,
         timer: &mut StageTimer<'l>,
-        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<Option<StageTimer<'l>>> {
-        let (dev, plan) = (&self.dev, call.plan);
+        let (dev, plan) = (&self.dev, work.plan);
         let mut lane_timer = None;
         r.with_regions(|q| {
-            let scratch = [call.region(plan.scratch[0])?, call.region(plan.scratch[1])?];
+            let scratch = [work.region(plan.scratch[0])?, work.region(plan.scratch[1])?];
             let h = &plan.sums[Query::H as usize];
-            self.enqueue_resident(dev, h, &q, &scratch[0], call, stage)?;
+            self.enqueue_resident(dev, h, &q, &scratch[0], work)?;
             timer.mark(ProveStage::MsmH)?;
             let (wdev, wscratch, wtimer) = match lane {
                 Some(lane) => {
@@ -475,7 +467,7 @@ impl GpuBackend {
             ready(3, Some(wdev))?;
             ready(4, Some(wdev))?;
             for sum in &plan.sums[1..] {
-                self.enqueue_resident(wdev, sum, &q, wscratch, call, stage)?;
+                self.enqueue_resident(wdev, sum, &q, wscratch, work)?;
                 wtimer.mark(stage_of(sum.query))?;
             }
             if let Some(lane) = lane {
@@ -491,11 +483,11 @@ impl GpuBackend {
 
     /// a, b, c from the uploaded witness when the matrices are resident, then the quotient
     /// H = (A·B − C)/Z on the coset g·H, its coefficients into `abc[1]`.
-    fn quotient(&self, call: &Call<'_>, stage: &mut ProveStage, ready: Ready<'_>) -> Result<()> {
-        let (vecs, abc) = (call.vecs, &call.abc);
+    fn quotient(&self, work: &Work<'_>, ready: Ready<'_>) -> Result<()> {
+        let (vecs, abc) = (work.vecs, &work.abc);
         let dev = &self.dev;
-        self.enter(stage, ProveStage::NttH)?;
-        if let Some(m) = call.matrices {
+        self.enter(work.call, ProveStage::NttH)?;
+        if let Some(m) = work.call.matrices {
             // a = A·z, b = B·z, c = C·z from the uploaded witness: the inputs lead the A
             // scalars, the aux are the L scalars; the rows past them are zero.
             ready(3, Some(dev))?;
@@ -521,7 +513,7 @@ impl GpuBackend {
                 )
             })?;
         }
-        call.ntt
+        work.ntt
             .quotient_staged(dev, [&abc[0], &abc[1], &abc[2]], &mut |k| {
                 ready(k, Some(dev))
             })
@@ -570,15 +562,14 @@ impl GpuBackend {
         sum: &SumPlan,
         queries: &[DevRegion<'_>; 5],
         scratch: &DevRegion<'_>,
-        call: &Call<'_>,
-        stage: &mut ProveStage,
+        work: &Work<'_>,
     ) -> Result<()> {
-        self.enter(stage, stage_of(sum.query))?;
+        self.enter(work.call, stage_of(sum.query))?;
         if sum.chunks == 0 {
             return Ok(());
         }
-        let sc = call.scalars.of(sum.query, sum.n)?;
-        let out = OutRegions::of(&call.outputs, sum, 0)?;
+        let sc = work.scalars.of(sum.query, sum.n)?;
+        let out = OutRegions::of(&work.outputs, sum, 0)?;
         enqueue_chunk(
             dev,
             scratch,
@@ -593,19 +584,16 @@ impl GpuBackend {
     /// The five sums with the SRS streamed from host memory, one after another on the
     /// compute stream, through the plan's chunk buffers (and the pinned bounce buffers,
     /// kept in the shared state between proves).
-    #[allow(clippy::too_many_arguments)]
     fn streamed_sums(
         &self,
-        call: &Call<'_>,
+        work: &Work<'_>,
         stream_pins: &mut [Option<PinnedBuf>; 2],
-        srs: &Srs,
         reg: Option<&HostRegistration>,
         timer: &mut StageTimer<'_>,
-        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<()> {
         let dev = &self.dev;
-        let bufs = call
+        let bufs = work
             .bufs
             .ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
         let mut sb = StreamBufs {
@@ -613,37 +601,34 @@ impl GpuBackend {
             pinned: [stream_pins[0].take(), stream_pins[1].take()],
             consumed: [dev.timing_event()?, dev.timing_event()?],
             used: [false; 2],
-            scratch: call.region(call.plan.scratch[0])?,
+            scratch: work.region(work.plan.scratch[0])?,
         };
-        let r = self.enqueue_streamed_sums(call, &mut sb, srs, reg, timer, stage, ready);
+        let r = self.enqueue_streamed_sums(work, &mut sb, reg, timer, ready);
         *stream_pins = sb.pinned;
         r
     }
 
     /// [`GpuBackend::streamed_sums`] through `sb`.
-    #[allow(clippy::too_many_arguments)]
     fn enqueue_streamed_sums(
         &self,
-        call: &Call<'_>,
+        work: &Work<'_>,
         sb: &mut StreamBufs<'_>,
-        srs: &Srs,
         reg: Option<&HostRegistration>,
         timer: &mut StageTimer<'_>,
-        stage: &mut ProveStage,
         ready: Ready<'_>,
     ) -> Result<()> {
-        let dev = &self.dev;
-        for sum in &call.plan.sums {
-            self.enter(stage, stage_of(sum.query))?;
+        let (dev, call) = (&self.dev, work.call);
+        for sum in &work.plan.sums {
+            self.enter(call, stage_of(sum.query))?;
             match sum.query {
                 Query::L => ready(3, Some(dev))?,
                 Query::BG1 => ready(4, Some(dev))?,
                 _ => {}
             }
-            let host = host_points(srs, sum.query);
-            let sc = call.scalars.of(sum.query, sum.n)?;
-            enqueue_streamed(dev, sb, sum, host, reg, &sc, &call.outputs)?;
-            timer.mark(*stage)?;
+            let host = host_points(call.srs, sum.query);
+            let sc = work.scalars.of(sum.query, sum.n)?;
+            enqueue_streamed(dev, sb, sum, host, reg, &sc, &work.outputs)?;
+            timer.mark(call.stage())?;
         }
         Ok(())
     }
