@@ -423,6 +423,10 @@ impl Backend for GpuBackend {
         GpuBackend::vram_used_bytes(self)
     }
 
+    fn proving_mode(&self) -> String {
+        self.chosen_fit().map(|f| f.to_string()).unwrap_or_default()
+    }
+
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
         self.preload(srs).map_err(|e| BackendError::Device {
             device: format!("gpu:{}", self.dev.ordinal()),
