@@ -306,3 +306,65 @@ fn two_workers_on_one_slot_stage_ahead_and_prove_what_the_cpu_proves() {
         assert_eq!(b.slots_made(), 1);
     }
 }
+
+// Two kinds on one device (a PoRep beside a WinningPoSt): each shape keeps its own mode,
+// a smaller shape proved between the larger one's calls never adds a slot beside it, and
+// the larger one's streamed chunk stays the one its budget chose. See: #26, #29.
+#[test]
+fn a_smaller_shape_between_a_larger_ones_proves_in_its_slot_and_budget() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let (big_srs, big) = circuit(&dev, 14, seed);
+    let (small_srs, small) = circuit(&dev, 9, seed ^ 7);
+    let half = cuzk_gpu::backend::MIN_STREAM_CHUNK;
+    // Room for the large shape's streamed arena (chunks of `half`) and one lean slot, and
+    // the small shape's SRS resident beside them.
+    let costs = with_budget(&dev, u64::MAX, half).costs_of(&big_srs);
+    let small_costs = with_budget(&dev, u64::MAX, half).costs_of(&small_srs);
+    let budget = costs.plan_streamed + costs.slot_lean + small_costs.srs;
+    let b = with_budget(&dev, budget, 2 * half);
+    let cpu = |asg, srs| {
+        CpuBackend::new()
+            .compute(asg, srs, &mut ProveReport::default())
+            .expect("cpu")
+    };
+    let (cpu_big, cpu_small) = (cpu(&big, &big_srs), cpu(&small, &small_srs));
+    let chosen = |b: &GpuBackend| b.chosen_fit().expect("a mode was chosen");
+    let gpu = b
+        .compute(&big, &big_srs, &mut ProveReport::default())
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    assert!(gpu == cpu_big, "seed {seed}: large sums differ");
+    let first = chosen(&b);
+    assert!(
+        first.lean && first.workers == 1 && first.chunk == half,
+        "{first:?}"
+    );
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (b, big, small, big_srs, small_srs) = (&b, &big, &small, &big_srs, &small_srs);
+            let (cpu_big, cpu_small) = (&cpu_big, &cpu_small);
+            s.spawn(move || {
+                for i in 0..3 {
+                    let (asg, srs, want) = match (t + i) % 2 {
+                        0 => (small, small_srs, cpu_small),
+                        _ => (big, big_srs, cpu_big),
+                    };
+                    let got = b
+                        .compute(asg, srs, &mut ProveReport::default())
+                        .unwrap_or_else(|e| panic!("seed {seed} thread {t} call {i}: {e}"));
+                    assert!(got == *want, "seed {seed} thread {t} call {i}: sums differ");
+                }
+            });
+        }
+    });
+    assert_eq!(chosen(&b), first, "the large shape's mode stays");
+    assert_eq!(b.slots_made(), 1);
+    assert!(
+        b.vram_used_bytes() <= b.vram_budget_bytes(),
+        "used {} of {}",
+        b.vram_used_bytes(),
+        b.vram_budget_bytes()
+    );
+    proves(&b, &big_srs, &big, seed);
+    proves(&b, &small_srs, &small, seed);
+}

@@ -13,7 +13,9 @@
 //! has read it), whichever fits with the larger chunk of streamed points (the full one on a
 //! tie). Below that a partition of the shape cannot be proved on the device, and the error
 //! names both figures. Recorded matrices (a, b, c on the device) are admitted later only
-//! into what the chosen mode leaves.
+//! into what the chosen mode leaves. Each shape proved on the device keeps its own mode
+//! ([`Fits`]): a WindowPoSt or WinningPoSt partition between two PoRep ones neither takes
+//! the PoRep's stream chunk away nor adds a slot beside its one.
 //!
 //! A streamed SRS never gets a second worker slot, however much room is left: the other
 //! callers stage ahead of the one slot (`ahead.rs`), which keeps the compute stream as busy
@@ -147,6 +149,72 @@ pub fn choose_among(
         .unwrap_or(u64::MAX))
 }
 
+/// The modes chosen so far, one per shape proved or preloaded: a device's kinds (PoRep,
+/// WindowPoSt, WinningPoSt, SnapDeals) share its slots and its budget. Each shape keeps
+/// its own mode (its stream chunk, lean or full slot), but no shape gets more workers than
+/// the fewest any shape's mode admits: a smaller shape's mode never adds a slot beside a
+/// larger one's, which the budget has no room for. What the slots still to make need
+/// follows the largest shape's mode.
+#[derive(Debug, Default)]
+pub struct Fits(Vec<(SlotShape, Fit, Costs)>);
+
+/// Shapes [`Fits`] keeps at most (the oldest other than the largest goes first).
+const FITS_MAX: usize = 16;
+
+impl Fits {
+    /// The mode of `shape`, its workers no more than [`Fits::workers`], and its costs.
+    pub fn get(&self, shape: &SlotShape) -> Option<(Fit, Costs)> {
+        let workers = self.workers();
+        self.0
+            .iter()
+            .find(|(s, _, _)| s == shape)
+            .map(|&(_, f, c)| {
+                let fit = Fit {
+                    workers: f.workers.min(workers),
+                    ..f
+                };
+                (fit, c)
+            })
+    }
+
+    /// Keeps `fit` (with `costs`) as the mode of `shape`.
+    pub fn insert(&mut self, shape: SlotShape, fit: Fit, costs: Costs) {
+        self.0.retain(|(s, _, _)| *s != shape);
+        if self.0.len() >= FITS_MAX {
+            let largest = self.largest_at();
+            if let Some(i) = (0..self.0.len()).find(|&i| Some(i) != largest) {
+                self.0.remove(i);
+            }
+        }
+        self.0.push((shape, fit, costs));
+    }
+
+    /// The fewest workers any shape's mode admits (the slots that may exist), or `None`
+    /// before any.
+    pub fn max_slots(&self) -> Option<usize> {
+        self.0.iter().map(|(_, f, _)| f.workers).min()
+    }
+
+    fn workers(&self) -> usize {
+        self.max_slots().unwrap_or(usize::MAX)
+    }
+
+    /// Where the shape with the largest slot is (the last such on a tie).
+    fn largest_at(&self) -> Option<usize> {
+        (0..self.0.len()).max_by_key(|&i| {
+            let (_, f, c) = &self.0[i];
+            (f.slot_bytes(c), i)
+        })
+    }
+
+    /// The mode (workers as [`Fits::get`]) and costs of the shape with the largest slot:
+    /// what the slots are made for.
+    pub fn largest(&self) -> Option<(Fit, Costs)> {
+        let (shape, _, _) = self.0[self.largest_at()?];
+        self.get(&shape)
+    }
+}
+
 /// The streamed chunk sizes [`choose_among`] weighs, largest first: `configured`, then
 /// its halves while they stay at least `min`.
 pub fn chunk_sizes(configured: usize, min: usize) -> impl Iterator<Item = usize> {
@@ -210,6 +278,55 @@ mod tests {
         let fit = choose(&porep_32g(), 70 * GB, 2).expect("fits");
         assert_eq!((fit.srs_resident, fit.workers, fit.lean), (false, 1, false));
         assert_eq!(fit.bytes, 2 * GB + 22_300_000_000);
+    }
+
+    #[test]
+    fn a_smaller_shape_never_adds_a_slot_beside_a_larger_ones() {
+        let shape = |lg: u32| SlotShape {
+            lg,
+            n_l: 1 << (lg - 1),
+            n_a: 1 << (lg - 1),
+            n_b: 1 << (lg - 2),
+        };
+        // A WinningPoSt-sized shape alone: its SRS resident with both workers.
+        let small_costs = Costs {
+            srs: 200_000_000,
+            slot_full: 60_000_000,
+            slot_lean: 40_000_000,
+            plan_resident: 300_000_000,
+            plan_streamed: 100_000_000,
+        };
+        let small = choose(&small_costs, 24 * GIB, 2).expect("fits");
+        assert_eq!((small.srs_resident, small.workers), (true, 2));
+        let big = choose(&porep_32g(), 24 * GIB, 2).expect("fits");
+        assert_eq!((big.srs_resident, big.workers), (false, 1));
+        let mut fits = Fits::default();
+        assert_eq!(fits.max_slots(), None);
+        fits.insert(shape(19), small, small_costs);
+        assert_eq!(fits.max_slots(), Some(2));
+        assert_eq!(fits.get(&shape(19)).map(|(f, _)| f.workers), Some(2));
+        // The 32 GiB PoRep comes: one slot for both, each shape keeping its own mode.
+        fits.insert(shape(27), big, porep_32g());
+        assert_eq!(fits.max_slots(), Some(1));
+        let (s, _) = fits.get(&shape(19)).expect("kept");
+        assert_eq!((s.srs_resident, s.workers), (true, 1));
+        assert_eq!(fits.get(&shape(27)).map(|(f, _)| f), Some(big));
+        assert_eq!(fits.largest().map(|(f, _)| f), Some(big));
+        assert_eq!(fits.get(&shape(20)), None);
+        // Chosen again (a larger budget), a shape's mode replaces its own only.
+        let again = Fit {
+            chunk: 1 << 21,
+            ..big
+        };
+        fits.insert(shape(27), again, porep_32g());
+        assert_eq!(fits.get(&shape(27)).map(|(f, _)| f.chunk), Some(1 << 21));
+        assert_eq!(fits.0.len(), 2);
+        // Many shapes: the largest stays.
+        for lg in (3..30).filter(|&lg| lg != 27) {
+            fits.insert(shape(lg), small, small_costs);
+        }
+        assert!(fits.0.len() <= FITS_MAX);
+        assert_eq!(fits.largest().map(|(f, _)| f.chunk), Some(1 << 21));
     }
 
     #[test]

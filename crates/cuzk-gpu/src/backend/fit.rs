@@ -40,17 +40,15 @@ impl GpuBackend {
     }
 
     /// The mode partitions of `shape` are proved in with `srs` (`budget.rs`), chosen on the
-    /// first call for the shape (logged once) and kept while the shape stays the same; a
-    /// larger shape chooses again.
+    /// first call for the shape (logged once) and kept for it: the device's other shapes
+    /// keep theirs, and none gets more workers than the fewest any admits ([`Fits`]).
     ///
     /// # Errors
     /// [`GpuError::OverBudget`] when not even a streamed SRS with one lean worker fits.
     pub fn fit(&self, srs: &Srs, shape: &SlotShape) -> Result<Fit> {
-        let mut fit = self.fit.lock();
-        if let Some((s, f, _)) = &*fit {
-            if s == shape {
-                return Ok(*f);
-            }
+        let mut fits = self.fit.lock();
+        if let Some((f, _)) = fits.get(shape) {
+            return Ok(f);
         }
         // On a small card a smaller chunk is what lets a streamed mode fit at all.
         let options: Vec<_> = budget::chunk_sizes(self.configured_chunk(shape), MIN_STREAM_CHUNK)
@@ -66,6 +64,9 @@ impl GpuBackend {
                     budget,
                 }
             })?;
+        fits.insert(*shape, chosen, costs);
+        let max_slots = fits.max_slots().unwrap_or(chosen.workers);
+        let (chosen, _) = fits.get(shape).unwrap_or((chosen, costs));
         tracing::info!(
             gpu = self.dev.ordinal(),
             lg = shape.lg,
@@ -73,8 +74,7 @@ impl GpuBackend {
             budget,
             "proving mode: {chosen}"
         );
-        self.slots.set_max(chosen.workers);
-        *fit = Some((*shape, chosen, costs));
+        self.slots.set_max(max_slots);
         Ok(chosen)
     }
 
@@ -126,29 +126,32 @@ impl GpuBackend {
     /// Points per streamed chunk for partitions of `shape`: the chosen mode's, or the
     /// configured size before a mode is chosen.
     pub(super) fn stream_chunk(&self, shape: &SlotShape) -> usize {
-        match &*self.fit.lock() {
-            Some((s, f, _)) if s == shape && f.chunk > 0 => f.chunk,
+        match self.fit.lock().get(shape) {
+            Some((f, _)) if f.chunk > 0 => f.chunk,
             _ => self.configured_chunk(shape),
         }
     }
 
-    /// The mode last chosen (`budget.rs`), if any.
+    /// The mode of the largest shape chosen for (`budget.rs`), if any: what the slots are
+    /// made for.
     pub fn chosen_fit(&self) -> Option<Fit> {
         self.fit_costs().map(|(f, _)| f)
     }
 
-    /// The mode and byte counts of the shape last chosen for.
+    /// The mode and byte counts of the largest shape chosen for.
     fn fit_costs(&self) -> Option<(Fit, Costs)> {
-        self.fit.lock().as_ref().map(|(_, f, c)| (*f, *c))
+        self.fit.lock().largest()
     }
 
     /// Device bytes the chosen mode still has to make (slots not yet made, the arena's
     /// growth): what an SRS or matrices loaded now must leave free.
     pub(super) fn still_to_make(&self, shape: &SlotShape, srs: &Srs) -> u64 {
-        let Some((fit, costs)) = self.fit_costs() else {
-            return 0;
+        let (own, largest) = {
+            let fits = self.fit.lock();
+            (fits.get(shape), fits.largest())
         };
-        let plan = match fit.srs_resident {
+        // The arena grows to the larger of this shape's plan and the largest shape's.
+        let own = own.map(|(fit, costs)| match fit.srs_resident {
             true => {
                 let placement = Placement::Resident {
                     lanes: self.lanes(shape, srs.lens().h, None),
@@ -164,6 +167,13 @@ impl GpuBackend {
                 .total as u64
             }
             false => costs.plan_streamed,
+        });
+        let largest = largest.map(|(fit, costs)| match fit.srs_resident {
+            true => costs.plan_resident,
+            false => costs.plan_streamed,
+        });
+        let Some(plan) = own.into_iter().chain(largest).max() else {
+            return 0;
         };
         let grow = plan.saturating_sub(self.shared_bytes());
         self.unmade_slot_bytes() + grow

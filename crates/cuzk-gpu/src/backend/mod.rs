@@ -44,7 +44,7 @@ use cuzk_groth16::{
 };
 use parking_lot::Mutex;
 
-use crate::backend::budget::{Costs, Fit};
+use crate::backend::budget::Fits;
 use crate::backend::matrices::MatrixSet;
 use crate::backend::plan::{Placement, ProvePlan};
 use crate::backend::prepare::{shape_of_srs, validate};
@@ -154,8 +154,8 @@ pub struct GpuBackend {
     others_seen: Mutex<Vec<(SlotShape, [usize; 4])>>,
     /// The device budget in bytes, fixed on first use (`budget.rs`).
     budget: std::sync::OnceLock<u64>,
-    /// The mode of the shape proved here (`budget.rs`), chosen on first use.
-    fit: Mutex<Option<(SlotShape, Fit, Costs)>>,
+    /// The mode of each shape proved here (`budget.rs`), chosen on its first use.
+    fit: Mutex<Fits>,
     /// Whether a prove has said that it evaluates a, b, c on the host (said once: every
     /// prove of the mode does).
     host_products_logged: AtomicBool,
@@ -201,7 +201,7 @@ impl GpuBackend {
             device_bytes: std::sync::OnceLock::new(),
             others_seen: Mutex::new(Vec::new()),
             budget: std::sync::OnceLock::new(),
-            fit: Mutex::new(None),
+            fit: Mutex::new(Fits::default()),
             host_products_logged: AtomicBool::new(false),
             ahead: ahead::Ahead::default(),
         }
