@@ -34,6 +34,7 @@ pub mod residency;
 pub mod ring;
 mod run;
 pub mod slots;
+mod streamed;
 pub mod sums;
 
 use std::sync::atomic::{AtomicBool, Ordering};
