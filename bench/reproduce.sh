@@ -56,6 +56,11 @@
 #             proofs from 16 clients with the default config (GPU busy fraction)
 #   wpost32   NEW only: a fake 32 GiB WindowPoSt partition (2,349 sectors), its test
 #             parameters, and one proof's latency from request to proof (cannot verify)
+#   snap32    NEW only: a fake 32 GiB SnapDeals request (16 partitions of 81,049,499
+#             constraints, 2^27 domain), its test parameters on the GPU into /tmp/ps32
+#             (/tmp/p32 removed first: the disk holds one 2^27 parameter file), then
+#             SNAP32_COUNT (3) whole proofs from 2 clients, default config (s/proof, GPU
+#             busy, peak RSS); fakes cannot verify
 #   table     the "Current" rows from what the parts above left in $OUT
 # Every part ends with `table`. JSON lines land in $OUT (default /tmp/cuzk-out), one file
 # per part and binary; the NVRTC cache in .carry/cache (carry it: compiling takes minutes).
@@ -432,6 +437,25 @@ part_wpost32() {
     cut -c1-3000 | tee "$OUT/batch-wpost-32g.log"
 }
 
+part_snap32() {
+  local bin=$NEW/cuzk req=/tmp/fake-snap-32g.cuzkreq n=${SNAP32_COUNT:-3} watch
+  t "fake 32 GiB SnapDeals request (16 partitions; cannot verify), its test parameters"
+  rm -rf /tmp/p32
+  [ -f "$req" ] || timeout -k 10 120 "$bin" gen request --kind snap --sector-size 32GiB --fake \
+    --out "$req" 2>&1 | grep -E '^\{' | cut -c1-400
+  ( time timeout -k 10 "${SNAP32_PARAMS_TIMEOUT:-400}" "$bin" gen params --kind snap \
+    --sector-size 32GiB --dir /tmp/ps32 ) 2>&1 | grep -vE '^\s*$' | cut -c1-1500 |
+    tee "$OUT/params-snap-32g.log"
+  t "$n whole 32 GiB SnapDeals proofs from 2 clients, default config"
+  memwatch "$OUT/mem-snap-32g.log" &
+  watch=$!
+  timeout -k 10 "${SNAP32_TIMEOUT:-400}" "$bin" bench batch --kind snap --request "$req" --fake \
+    --count "$n" --concurrency 2 --param-dir /tmp/ps32 --timeline "$OUT/timeline-snap-32g.svg" \
+    2>&1 | quiet | cut -c1-3000 | tee "$OUT/batch-snap-32g.log"
+  kill "$watch" 2>/dev/null
+  echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-snap-32g.log" | tail -1)"
+}
+
 # One row per headline case: figure (old → new), date, GPU, commit, the command.
 part_table() {
   local gpu; gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -505,8 +529,9 @@ for part in "$@"; do
     sector512) part_sector512 ;;
     load2k) part_load2k ;;
     wpost32) part_wpost32 ;;
+    snap32) part_snap32 ;;
     table) ;;
-    *) echo "unknown part $part (checks, gputests, ntt, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, host64, sector512, load2k, wpost32, table)"; exit 2 ;;
+    *) echo "unknown part $part (checks, gputests, ntt, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, host64, sector512, load2k, wpost32, snap32, table)"; exit 2 ;;
   esac
 done
 t table
