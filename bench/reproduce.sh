@@ -265,9 +265,10 @@ part_params32() {
 }
 
 # A batch's output without blank lines and log lines, but with the engine's note of the
-# shape it recorded when it preloaded the SRS (the time the first proof no longer waits).
+# shape it recorded when it preloaded the SRS (the time the first proof no longer waits)
+# and the proving mode the device's budget chose.
 quiet() {
-  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /recorded at preload|not recorded at preload/)'
+  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /recorded at preload|not recorded at preload|proving mode/)'
 }
 
 # Host memory in use every 5 s into $1, until killed: run it in the background (`memwatch
