@@ -45,6 +45,11 @@ pub struct GpuTuning {
     /// products an element) instead of a table of its own where R <= 18
     /// (`CUZK_GPU_NTT_TWIST=two-level`). For measuring one against the other.
     pub ntt_two_level_twists: bool,
+    /// Whether a deferred assignment's a, b, c are always evaluated by the host from its
+    /// recording, the recorded matrices never put on the device (`CUZK_GPU_HOST_ABC=1`).
+    /// For measuring the device's products against the host's where both fit (a streamed
+    /// SRS on a 48 or 80 GB card); default: on the device whenever they fit.
+    pub host_abc: bool,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
     pub nvrtc_options: Vec<String>,
@@ -61,7 +66,7 @@ impl GpuTuning {
     /// `self` with the knobs the environment sets replaced: `CUZK_GPU_MSM_C=c`,
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
     /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_GPU_WIDE_SPLIT=0|1`,
-    /// `CUZK_GPU_H_ACC=0|off|c`, `CUZK_GPU_NTT_TWIST=two-level`,
+    /// `CUZK_GPU_H_ACC=0|off|c`, `CUZK_GPU_NTT_TWIST=two-level`, `CUZK_GPU_HOST_ABC=1`,
     /// `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
@@ -94,6 +99,9 @@ impl GpuTuning {
         }
         if var("CUZK_GPU_NTT_TWIST").as_deref() == Some("two-level") {
             self.ntt_two_level_twists = true;
+        }
+        if var("CUZK_GPU_HOST_ABC").as_deref() == Some("1") {
+            self.host_abc = true;
         }
         match var("CUZK_GPU_WIDE_SPLIT").as_deref() {
             Some("1") => self.wide_split = Some(true),
@@ -165,6 +173,9 @@ mod tests {
         let t = GpuTuning::default()
             .with_vars(|k| (k == "CUZK_GPU_NTT_TWIST").then(|| "two-level".into()));
         assert!(t.ntt_two_level_twists);
+        assert!(!t.host_abc);
+        let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_HOST_ABC").then(|| "1".into()));
+        assert!(t.host_abc);
     }
 
     #[test]

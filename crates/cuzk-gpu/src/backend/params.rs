@@ -54,7 +54,7 @@ impl GpuBackend {
         // prove that needs more re-makes them as before. Without room they are made by
         // the first proves instead.
         let t = std::time::Instant::now();
-        let device_abc = fit.srs_resident && !fit.lean;
+        let device_abc = fit.srs_resident && !fit.lean && !crate::tuning::tuning().host_abc;
         let ahead = self.stages_ahead(fit.workers);
         // A slot fed by stagings ahead of it holds none itself.
         let staged_from = match ahead {
@@ -231,7 +231,7 @@ impl GpuBackend {
         if let Some(m) = self.matrices.find(r1cs.id()) {
             return Ok(Some(m));
         }
-        if self.fit(srs, shape)?.lean {
+        if self.fit(srs, shape)?.lean || crate::tuning::tuning().host_abc {
             return Ok(None);
         }
         self.resident_for(srs, shape)?;

@@ -157,6 +157,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         h_acc: None,
         // Only `CUZK_GPU_NTT_TWIST=two-level` sets it, for measuring the NTT's twists.
         ntt_two_level_twists: false,
+        // Only `CUZK_GPU_HOST_ABC=1` sets it, for measuring the device's a, b, c products.
+        host_abc: false,
     };
     if !tuning.with_env().install() {
         tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");
