@@ -42,7 +42,8 @@
 #             SMALL_KEEP GiB (default "24 16") of the card, then SMALL_COUNT (4) whole 32 GiB
 #             PoRep proofs per size from 2 clients, default config (s/proof, peak RSS), with
 #             NEW; or the cases of SMALL_CASES (OLD or NEW, a size, a stream chunk), each
-#             traced where the build can (bench/trace.py)
+#             traced where the build can (bench/trace.py); SMALL_KIND=snap (after snap32)
+#             or window-post (after wpost32) proves that kind's fake request instead
 #   host64    NEW only, after params32: all but HOST64_GIB (64) GiB of host memory held by
 #             another process (bench/hold_ram.py) and all but HOST64_VRAM (16) GiB of VRAM,
 #             then HOST64_COUNT (1) whole 32 GiB PoRep proofs with the budgets of such a host
@@ -55,10 +56,12 @@
 #   load2k    NEW only: 2 KiB PoRep test parameters and a sector sealed here, then 32 whole
 #             proofs from 16 clients with the default config (GPU busy fraction)
 #   wpost32   NEW only: a fake 32 GiB WindowPoSt partition (2,349 sectors), its test
-#             parameters, and one proof's latency from request to proof (cannot verify)
+#             parameters into /tmp/pw32 (/tmp/p32 and /tmp/ps32 removed first), and one
+#             proof's latency from request to proof (cannot verify)
 #   snap32    NEW only: a fake 32 GiB SnapDeals request (16 partitions of 81,049,499
 #             constraints, 2^27 domain), its test parameters on the GPU into /tmp/ps32
-#             (/tmp/p32 removed first: the disk holds one 2^27 parameter file), then
+#             (/tmp/p32 and /tmp/pw32 removed first: the disk holds one 2^27 parameter
+#             file; params32 likewise removes the others), then
 #             SNAP32_COUNT (3) whole proofs from 2 clients, default config (s/proof, GPU
 #             busy, peak RSS); fakes cannot verify
 #   table     the "Current" rows from what the parts above left in $OUT
@@ -262,6 +265,8 @@ part_e2e24() {
 part_params32() {
   local bin=$NEW/cuzk
   fake_request_32g "$bin"
+  # The disk (64 GiB) holds one 2^27 parameter file.
+  rm -rf /tmp/ps32 /tmp/pw32
   t "test parameters of the 32 GiB PoRep circuit (2^27 domain), on the GPU, written to disk"
   ( time timeout -k 10 "${PARAMS32_TIMEOUT:-560}" "$bin" gen params --kind porep --sector-size 32GiB --dir /tmp/p32 ) 2>&1 |
     grep -vE '^\s*$' | cut -c1-2000 | tee "$OUT/params-porep-32g.log"
@@ -318,9 +323,16 @@ quiet_small() {
 # variable for the run, e.g. a CUZK_GPU_* tuning knob), e.g. "OLD@24 NEW@24@8388608
 # NEW@16@@CUZK_GPU_WIDE_SPLIT=0". A build that
 # traces (CUZK_GPU_TRACE) leaves trace-CASE.jsonl, summarized by bench/trace.py. After
-# params32.
+# params32; with SMALL_KIND=snap after snap32, with SMALL_KIND=window-post after wpost32
+# (their fake requests and parameters: #29's kinds on the 16 and 24 GiB cards).
 part_small() {
   local n=${SMALL_COUNT:-4} case cases bin build keep chunk var name h watch cfg
+  local kind=${SMALL_KIND:-porep} req dir
+  case $kind in
+    snap) req=/tmp/fake-snap-32g.cuzkreq dir=/tmp/ps32 ;;
+    window-post) req=/tmp/fake-wpost-32g.cuzkreq dir=/tmp/pw32 ;;
+    *) kind=porep req=$FAKE32 dir=/tmp/p32 ;;
+  esac
   cases=${SMALL_CASES:-$(for k in ${SMALL_KEEP:-24 16}; do printf 'NEW@%s ' "$k"; done)}
   for case in $cases; do
     IFS=@ read -r build keep chunk var <<< "$case"
@@ -329,7 +341,7 @@ part_small() {
     cfg=$OUT/small-$name.toml
     : > "$cfg"
     [ -n "$chunk" ] && printf '[gpu]\nstream_chunk_points = %s\n' "$chunk" > "$cfg"
-    t "$n whole 32 GiB PoRep proofs, all but $keep GiB of VRAM held by another process ($build $(commit "${bin%/cuzk}")${chunk:+, $chunk-point chunks}${var:+, $var})"
+    t "$n whole 32 GiB $kind proofs, all but $keep GiB of VRAM held by another process ($build $(commit "${bin%/cuzk}")${chunk:+, $chunk-point chunks}${var:+, $var})"
     rm -f "$OUT/hold-$keep.json" "$OUT/trace-$name.jsonl"
     python3 bench/hold_vram.py "$keep" > "$OUT/hold-$keep.json" &
     h=$!
@@ -340,8 +352,8 @@ part_small() {
     watch=$!
     CUZK_GPU_TRACE=$OUT/trace-$name.jsonl RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info \
       env ${var:+"$var"} timeout -k 10 "${SMALL_TIMEOUT:-280}" \
-      "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
-      --param-dir /tmp/p32 --config "$cfg" --timeline "$OUT/timeline-small-$name.svg" 2>&1 |
+      "$bin" bench batch --kind "$kind" --request "$req" --fake --count "$n" --concurrency 2 \
+      --param-dir "$dir" --config "$cfg" --timeline "$OUT/timeline-small-$name.svg" 2>&1 |
       quiet_small | cut -c1-3000 | tee "$OUT/batch-small-$name.log"
     echo "bench exit: ${PIPESTATUS[0]}"
     kill "$watch" "$h" 2>/dev/null
@@ -436,6 +448,7 @@ part_load2k() {
 part_wpost32() {
   local bin=$NEW/cuzk req=/tmp/fake-wpost-32g.cuzkreq
   t "fake 32 GiB WindowPoSt partition (2,349 sectors; cannot verify), its test parameters"
+  rm -rf /tmp/p32 /tmp/ps32
   [ -f "$req" ] || timeout -k 10 120 "$bin" gen request --kind window-post --sector-size 32GiB --fake \
     --out "$req" 2>&1 | grep -E '^\{' | cut -c1-400
   ( time timeout -k 10 "${WPOST32_PARAMS_TIMEOUT:-300}" "$bin" gen params --kind window-post \
@@ -450,7 +463,7 @@ part_wpost32() {
 part_snap32() {
   local bin=$NEW/cuzk req=/tmp/fake-snap-32g.cuzkreq n=${SNAP32_COUNT:-3} watch
   t "fake 32 GiB SnapDeals request (16 partitions; cannot verify), its test parameters"
-  rm -rf /tmp/p32
+  rm -rf /tmp/p32 /tmp/pw32
   [ -f "$req" ] || timeout -k 10 120 "$bin" gen request --kind snap --sector-size 32GiB --fake \
     --out "$req" 2>&1 | grep -E '^\{' | cut -c1-400
   ( time timeout -k 10 "${SNAP32_PARAMS_TIMEOUT:-400}" "$bin" gen params --kind snap \
