@@ -142,8 +142,20 @@ have_supraseal() {
   return 1
 }
 
-# The fake 32 GiB PoRep request at /tmp/fake-porep-32g.json, made once per machine.
+# The fake 32 GiB PoRep request at /tmp/fake-porep-32g.json, made once per machine; the
+# SnapDeals and WindowPoSt ones (snap32, wpost32).
 FAKE32=/tmp/fake-porep-32g.json
+FAKESNAP32=/tmp/fake-snap-32g.cuzkreq
+FAKEWPOST32=/tmp/fake-wpost-32g.cuzkreq
+
+# Removes the 2^27 parameter folders other than $1 (/tmp/p32, /tmp/ps32, /tmp/pw32): the
+# device's 64 GiB disk holds one.
+only_params() {
+  local d
+  for d in /tmp/p32 /tmp/ps32 /tmp/pw32; do
+    [ "$d" = "$1" ] || rm -rf "$d"
+  done
+}
 fake_request_32g() {
   t "fake 32 GiB PoRep request (its proofs cannot verify)"
   [ -f "$FAKE32" ] || timeout -k 10 120 "$1" gen request --kind porep --sector-size 32GiB --fake \
@@ -265,8 +277,7 @@ part_e2e24() {
 part_params32() {
   local bin=$NEW/cuzk
   fake_request_32g "$bin"
-  # The disk (64 GiB) holds one 2^27 parameter file.
-  rm -rf /tmp/ps32 /tmp/pw32
+  only_params /tmp/p32
   t "test parameters of the 32 GiB PoRep circuit (2^27 domain), on the GPU, written to disk"
   ( time timeout -k 10 "${PARAMS32_TIMEOUT:-560}" "$bin" gen params --kind porep --sector-size 32GiB --dir /tmp/p32 ) 2>&1 |
     grep -vE '^\s*$' | cut -c1-2000 | tee "$OUT/params-porep-32g.log"
@@ -329,8 +340,8 @@ part_small() {
   local n=${SMALL_COUNT:-4} case cases bin build keep chunk var name h watch cfg
   local kind=${SMALL_KIND:-porep} req dir
   case $kind in
-    snap) req=/tmp/fake-snap-32g.cuzkreq dir=/tmp/ps32 ;;
-    window-post) req=/tmp/fake-wpost-32g.cuzkreq dir=/tmp/pw32 ;;
+    snap) req=$FAKESNAP32 dir=/tmp/ps32 ;;
+    window-post) req=$FAKEWPOST32 dir=/tmp/pw32 ;;
     *) kind=porep req=$FAKE32 dir=/tmp/p32 ;;
   esac
   cases=${SMALL_CASES:-$(for k in ${SMALL_KEEP:-24 16}; do printf 'NEW@%s ' "$k"; done)}
@@ -446,9 +457,9 @@ part_load2k() {
 }
 
 part_wpost32() {
-  local bin=$NEW/cuzk req=/tmp/fake-wpost-32g.cuzkreq
+  local bin=$NEW/cuzk req=$FAKEWPOST32
   t "fake 32 GiB WindowPoSt partition (2,349 sectors; cannot verify), its test parameters"
-  rm -rf /tmp/p32 /tmp/ps32
+  only_params /tmp/pw32
   [ -f "$req" ] || timeout -k 10 120 "$bin" gen request --kind window-post --sector-size 32GiB --fake \
     --out "$req" 2>&1 | grep -E '^\{' | cut -c1-400
   ( time timeout -k 10 "${WPOST32_PARAMS_TIMEOUT:-300}" "$bin" gen params --kind window-post \
@@ -461,9 +472,9 @@ part_wpost32() {
 }
 
 part_snap32() {
-  local bin=$NEW/cuzk req=/tmp/fake-snap-32g.cuzkreq n=${SNAP32_COUNT:-3} watch
+  local bin=$NEW/cuzk req=$FAKESNAP32 n=${SNAP32_COUNT:-3} watch
   t "fake 32 GiB SnapDeals request (16 partitions; cannot verify), its test parameters"
-  rm -rf /tmp/p32 /tmp/pw32
+  only_params /tmp/ps32
   [ -f "$req" ] || timeout -k 10 120 "$bin" gen request --kind snap --sector-size 32GiB --fake \
     --out "$req" 2>&1 | grep -E '^\{' | cut -c1-400
   ( time timeout -k 10 "${SNAP32_PARAMS_TIMEOUT:-400}" "$bin" gen params --kind snap \

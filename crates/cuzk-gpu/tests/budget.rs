@@ -42,6 +42,16 @@ fn with_budget(dev: &Arc<Device>, budget: u64, chunk: usize) -> GpuBackend {
     )
 }
 
+/// The backend holds no more device memory than its budget.
+fn holds_its_budget(b: &GpuBackend) {
+    assert!(
+        b.vram_used_bytes() <= b.vram_budget_bytes(),
+        "used {} of {}",
+        b.vram_used_bytes(),
+        b.vram_budget_bytes()
+    );
+}
+
 /// A proof with random r, s through `b`, checked by bellperson's verifier.
 fn proves(b: &dyn Backend, srs: &Srs, asg: &Assignment, seed: u64) {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ 0x5eed);
@@ -78,12 +88,7 @@ fn a_budget_for_one_lean_worker_proves_what_the_cpu_proves() {
         }
         let fit = b.chosen_fit().expect("a mode was chosen");
         assert!(fit.lean && !fit.srs_resident && fit.workers == 1, "{fit:?}");
-        assert!(
-            b.vram_used_bytes() <= b.vram_budget_bytes(),
-            "used {} of {}",
-            b.vram_used_bytes(),
-            b.vram_budget_bytes()
-        );
+        holds_its_budget(&b);
         proves(&b, &srs, &asg, seed);
     }
 }
@@ -115,7 +120,7 @@ fn a_budget_that_fits_only_a_smaller_chunk_streams_with_it() {
         .compute(&asg, &srs, &mut ProveReport::default())
         .expect("cpu");
     assert!(gpu == cpu, "seed {seed}: sums differ from the cpu");
-    assert!(b.vram_used_bytes() <= b.vram_budget_bytes());
+    holds_its_budget(&b);
     proves(&b, &srs, &asg, seed);
 }
 
@@ -302,7 +307,7 @@ fn two_workers_on_one_slot_stage_ahead_and_prove_what_the_cpu_proves() {
             fit.workers == 1 && fit.lean == lean && !fit.srs_resident,
             "{fit:?} under {budget}"
         );
-        assert!(b.vram_used_bytes() <= b.vram_budget_bytes());
+        holds_its_budget(&b);
         assert_eq!(b.slots_made(), 1);
     }
 }
@@ -361,12 +366,7 @@ fn a_smaller_shape_between_a_larger_ones_proves_in_its_slot_and_budget() {
     });
     assert_eq!(chosen(&b), first, "the large shape's mode stays");
     assert_eq!(b.slots_made(), 1);
-    assert!(
-        b.vram_used_bytes() <= b.vram_budget_bytes(),
-        "used {} of {}",
-        b.vram_used_bytes(),
-        b.vram_budget_bytes()
-    );
+    holds_its_budget(&b);
     proves(&b, &big_srs, &big, seed);
     proves(&b, &small_srs, &small, seed);
 }
