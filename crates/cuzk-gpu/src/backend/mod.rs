@@ -37,7 +37,7 @@ pub mod slots;
 mod streamed;
 pub mod sums;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use cuzk_groth16::{
@@ -162,6 +162,30 @@ pub struct GpuBackend {
     host_products_logged: AtomicBool,
     /// The stagings of a mode with one slot and more workers (`ahead.rs`).
     ahead: ahead::Ahead,
+    /// Calls inside [`Backend::compute`] now: the load [`budget::AbcBy::Load`] reads.
+    calls_in: AtomicUsize,
+    /// Deferred assignments whose a, b, c the host evaluated (the others' the device).
+    host_abc_calls: AtomicU64,
+}
+
+/// One call counted in [`GpuBackend::calls_in`] while it lives.
+struct CallIn<'b> {
+    calls: &'b AtomicUsize,
+    /// Calls that were in the backend when this one came.
+    others: usize,
+}
+
+impl<'b> CallIn<'b> {
+    fn enter(calls: &'b AtomicUsize) -> CallIn<'b> {
+        let others = calls.fetch_add(1, Ordering::AcqRel);
+        CallIn { calls, others }
+    }
+}
+
+impl Drop for CallIn<'_> {
+    fn drop(&mut self) {
+        self.calls.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The arena of the prove plans (NTT tables, scratch, results) all workers share under the
@@ -205,6 +229,8 @@ impl GpuBackend {
             fit: Mutex::new(Fits::default()),
             host_products_logged: AtomicBool::new(false),
             ahead: ahead::Ahead::default(),
+            calls_in: AtomicUsize::new(0),
+            host_abc_calls: AtomicU64::new(0),
         }
     }
 
@@ -287,6 +313,11 @@ impl GpuBackend {
     /// Recorded-matrix uploads made so far (a second prove of a shape makes none).
     pub fn matrices_uploads(&self) -> u64 {
         self.matrices.uploads()
+    }
+
+    /// Deferred assignments proved here whose a, b, c the host evaluated.
+    pub fn host_abc_calls(&self) -> u64 {
+        self.host_abc_calls.load(Ordering::Relaxed)
     }
 
     /// Worker slots made so far (at preload, or by the first proves).
@@ -372,13 +403,16 @@ impl Backend for GpuBackend {
             },
         };
         // A deferred assignment's a, b, c come from its recorded matrices on the device,
-        // or, when they do not fit, from the CPU products, evaluated row by row straight
-        // into the pinned staging (`prepare.rs`).
+        // or, when they do not fit or the mode leaves them to the host (`AbcBy`), from the
+        // CPU products, evaluated row by row straight into the pinned staging
+        // (`prepare.rs`).
+        let call_in = CallIn::enter(&self.calls_in);
         let matrices = match asg.deferred() {
             None => None,
-            Some(r1cs) => match self.matrices_for(r1cs, &shape, srs) {
+            Some(r1cs) => match self.matrices_for(r1cs, &shape, srs, call_in.others) {
                 Ok(Some(m)) => Some(m),
                 Ok(None) => {
+                    self.host_abc_calls.fetch_add(1, Ordering::Relaxed);
                     r1cs.check_witness(&asg.input_assignment, &asg.aux_assignment)
                         .map_err(|e| BackendError::Mismatch {
                             what: e.to_string(),
@@ -387,7 +421,7 @@ impl Backend for GpuBackend {
                         tracing::info!(
                             gpu = self.dev.ordinal(),
                             rows = r1cs.n_rows(),
-                            "recorded matrices not in vram: a, b, c evaluated on the cpu into the staging"
+                            "a, b, c evaluated on the cpu into the staging (the recorded matrices not in vram, or left to the host by the mode or the load)"
                         );
                     }
                     None
