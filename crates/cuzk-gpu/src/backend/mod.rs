@@ -162,6 +162,8 @@ pub struct GpuBackend {
     host_products_logged: AtomicBool,
     /// The stagings of a mode with one slot and more workers (`ahead.rs`).
     ahead: ahead::Ahead,
+    /// Slots of the last streamed prove's ring (0 before any; `streamed.rs`).
+    ring_slots: std::sync::atomic::AtomicUsize,
 }
 
 /// The arena of the prove plans (NTT tables, scratch, results) all workers share under the
@@ -205,6 +207,7 @@ impl GpuBackend {
             fit: Mutex::new(Fits::default()),
             host_products_logged: AtomicBool::new(false),
             ahead: ahead::Ahead::default(),
+            ring_slots: Default::default(),
         }
     }
 
@@ -287,6 +290,12 @@ impl GpuBackend {
     /// Recorded-matrix uploads made so far (a second prove of a shape makes none).
     pub fn matrices_uploads(&self) -> u64 {
         self.matrices.uploads()
+    }
+
+    /// Slots of the ring of the last prove that streamed its sums through one (four a
+    /// chunk buffer: 8 with the plan's two, up to 16 where the budget has room); 0 before.
+    pub fn last_ring_slots(&self) -> usize {
+        self.ring_slots.load(Ordering::Relaxed)
     }
 
     /// Worker slots made so far (at preload, or by the first proves).
