@@ -2,7 +2,8 @@
 """The streamed sums' ring as a timeline model: which chunk is summed when, and how long the
 compute stream waits for copies, from per-chunk copy and sum times (bench/trace.py's
 means). It mirrors crates/cuzk-gpu/src/backend/ring.rs (`interleave_order`, `ring_places`:
-eight slots, two per G1 chunk at or below 2^23 points) and run.rs's head; keep them in step.
+four slots a chunk buffer, two buffers or more, two slots per G1 chunk at or below 2^23
+points) and run.rs's head; keep them in step.
 The copies of the first round run under the quotient (done at t = 0); then each copy waits
 for the sum last in its slots, each sum for its copy. Scalar uploads are not modelled.
 
@@ -70,9 +71,9 @@ def simulate(order, places, copy_ms, sum_ms):
     return comp_free, idle
 
 
-def case(name, chunks, copy_ms, sum_ms, widths, head, b_after):
+def case(name, chunks, copy_ms, sum_ms, widths, head, b_after, ring=8):
     order = interleave_order(chunks, head, [0, 0, 0, b_after, b_after])
-    places = ring_places([widths[g] for g, _ in order])
+    places = ring_places([widths[g] for g, _ in order], ring)
     group, idle = simulate(order, places, copy_ms, sum_ms)
     print(f"| {name} | {group:.0f} | {sum(sum_ms[g] for g, _ in order):.0f} | {idle:.0f} |")
 
@@ -86,6 +87,10 @@ if __name__ == "__main__":
     # 16 GiB free, 2^21: split chunks a whole buffer.
     copy, sums = [3.77, 7.3, 7.5, 7.5, 7.5], [20.7, 2.86, 2.77, 4.07, 6.53]
     case("16 GiB, 2^21 (measured idle 267)", [64, 32, 31, 8, 16], copy, sums, [2, 4, 4, 4, 4], 4, 18)
+    # The same with a third and a fourth chunk buffer (`deeper_ring`: 12 and 16 slots).
+    for bufs in (3, 4):
+        case(f"16 GiB, 2^21, {bufs} buffers", [64, 32, 31, 8, 16], copy, sums, [2, 4, 4, 4, 4], 4, 18,
+             ring=4 * bufs)
     # 2^24 H chunks (modelled: 155.5 ms at c = 20, 30 ms copy), split chunks at 2^23.
     copy, sums = [30.0, 14.6, 14.6, 15.1, 15.2], [155.5, 4.26, 3.89, 7.42, 12.15]
     for head in (4, 2, 1):

@@ -166,6 +166,8 @@ pub struct GpuBackend {
     calls_in: AtomicUsize,
     /// Deferred assignments whose a, b, c the host evaluated (the others' the device).
     host_abc_calls: AtomicU64,
+    /// Slots of the last streamed prove's ring (0 before any; `streamed.rs`).
+    ring_slots: AtomicUsize,
 }
 
 /// One call counted in [`GpuBackend::calls_in`] while it lives.
@@ -231,6 +233,7 @@ impl GpuBackend {
             ahead: ahead::Ahead::default(),
             calls_in: AtomicUsize::new(0),
             host_abc_calls: AtomicU64::new(0),
+            ring_slots: AtomicUsize::new(0),
         }
     }
 
@@ -318,6 +321,12 @@ impl GpuBackend {
     /// Deferred assignments proved here whose a, b, c the host evaluated.
     pub fn host_abc_calls(&self) -> u64 {
         self.host_abc_calls.load(Ordering::Relaxed)
+    }
+
+    /// Slots of the ring of the last prove that streamed its sums through one (four a
+    /// chunk buffer: 8 with the plan's two, up to 16 where the budget has room); 0 before.
+    pub fn last_ring_slots(&self) -> usize {
+        self.ring_slots.load(Ordering::Relaxed)
     }
 
     /// Worker slots made so far (at preload, or by the first proves).

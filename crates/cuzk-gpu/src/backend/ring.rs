@@ -20,16 +20,17 @@ use crate::device::{Device, Trace};
 use crate::error::{GpuError, Result};
 use crate::ops::msm::Group;
 
-/// Slots of a [`Ring`]: each of the two chunk buffers (sized for a chunk of G2 points)
-/// holds four, each half a chunk of G1 points. A chunk of the H sum takes two slots, as do
-/// the split sums' (L, A, B) in G1 and B in G2's of half as many points; streamed in small
-/// chunks, a split sum's chunk takes a whole buffer, four slots (`plan.rs`,
+/// Slots of one chunk buffer of a [`Ring`] (sized for a chunk of G2 points), each half a
+/// chunk of G1 points. A ring has two buffers, more where the budget leaves room for them
+/// (`ProvePlan::more_bufs`): eight slots or more. A chunk of the H sum takes two slots, as
+/// do the split sums' (L, A, B) in G1 and B in G2's of half as many points; streamed in
+/// small chunks, a split sum's chunk takes a whole buffer, four slots (`plan.rs`,
 /// `WIDE_SPLIT_BELOW`); streamed in chunks above `SPLIT_CHUNK_MAX`, a split sum's chunk
 /// takes one slot, so that the ring holds six of them beside an H chunk twice their size
 /// and their copies run under its sums.
-pub const RING: usize = 8;
-/// Slots of one chunk buffer.
-const PER_BUF: usize = RING / 2;
+pub const PER_BUF: usize = 4;
+/// Slots of a ring of the two buffers every streamed plan has.
+pub const RING: usize = 2 * PER_BUF;
 
 /// One sum streamed through a [`Ring`]: its plan, its host points (registered), and its
 /// scalars on the device.
@@ -130,10 +131,12 @@ pub struct RingPlace {
 }
 
 /// The places of chunks `widths[i]` slots wide (1, 2 or 4; others round up), summed in
-/// that order: each takes the next slots round the ring, skipping slots to start at a
-/// multiple of its width, so that it lies inside one chunk buffer.
-pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
-    let mut last: [Option<usize>; RING] = [None; RING];
+/// that order, in a ring of `ring` slots (a multiple of [`PER_BUF`]): each takes the next
+/// slots round the ring, skipping slots to start at a multiple of its width, so that it
+/// lies inside one chunk buffer.
+pub fn ring_places(widths: &[usize], ring: usize) -> Vec<RingPlace> {
+    let ring = ring.next_multiple_of(PER_BUF).max(PER_BUF);
+    let mut last: Vec<Option<usize>> = vec![None; ring];
     let mut at = 0usize;
     widths
         .iter()
@@ -141,7 +144,7 @@ pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
         .map(|(i, &w)| {
             let width = w.clamp(1, PER_BUF).next_power_of_two();
             at = at.next_multiple_of(width);
-            let slot = at % RING;
+            let slot = at % ring;
             let after = last[slot..slot + width].iter().flatten().copied().max();
             last[slot..slot + width].fill(Some(i));
             at += width;
@@ -150,19 +153,19 @@ pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
         .collect()
 }
 
-/// [`RING`] slots cut from the two chunk buffers, with the events that say when a slot's
-/// copy is done and when its sum has read it. The copy into a slot waits (on the copy
+/// [`PER_BUF`] slots cut from each of its chunk buffers (two or more), with the events that
+/// say when a slot's copy is done and when its sum has read it. The copy into a slot waits (on the copy
 /// stream) for the sum of the chunk last in it; the sum waits (on the compute stream) for
 /// its copy. Nothing waits on the host. Each sum is timed on the device (two events), so
 /// that a prove reports each query's device time although their chunks interleave; with a
 /// [`Trace`] those sums and each copy are its spans.
 pub struct Ring<'a> {
-    bufs: [DevRegion<'a>; 2],
+    bufs: Vec<DevRegion<'a>>,
     /// Bytes of a slot: a quarter of a chunk buffer, in whole G1 points.
     slot_bytes: usize,
-    copied: [CudaEvent; RING],
-    consumed: [CudaEvent; RING],
-    used: [bool; RING],
+    copied: Vec<CudaEvent>,
+    consumed: Vec<CudaEvent>,
+    used: Vec<bool>,
     /// Each sum's query, chunk, and start and end on the compute stream.
     timed: Vec<(Query, usize, CudaEvent, CudaEvent)>,
     /// The spans of the copies and the quotient (`CUZK_GPU_TRACE`).
@@ -170,19 +173,29 @@ pub struct Ring<'a> {
 }
 
 impl<'a> Ring<'a> {
-    /// The ring over the two chunk buffers `bufs`.
+    /// The ring over the chunk buffers `bufs` (at least one).
     ///
     /// # Errors
-    /// Driver errors (events).
-    pub fn new(dev: &Device, bufs: &[DevRegion<'a>; 2]) -> Result<Ring<'a>> {
+    /// [`GpuError::Internal`] without buffers; driver errors (events).
+    pub fn new(dev: &Device, bufs: &[DevRegion<'a>]) -> Result<Ring<'a>> {
         let pb = Group::G1.affine_bytes();
-        let slot_bytes = bufs[0].bytes().min(bufs[1].bytes()) / PER_BUF / pb * pb;
+        let smallest = bufs
+            .iter()
+            .map(|b| b.bytes())
+            .min()
+            .ok_or_else(|| GpuError::Internal("a ring without buffers".into()))?;
+        let slots = bufs.len() * PER_BUF;
+        let events = || {
+            (0..slots)
+                .map(|_| dev.timing_event())
+                .collect::<Result<Vec<_>>>()
+        };
         Ok(Ring {
-            bufs: *bufs,
-            slot_bytes,
-            copied: std::array::from_fn(|_| dev.timing_event()).map_or_err()?,
-            consumed: std::array::from_fn(|_| dev.timing_event()).map_or_err()?,
-            used: [false; RING],
+            bufs: bufs.to_vec(),
+            slot_bytes: smallest / PER_BUF / pb * pb,
+            copied: events()?,
+            consumed: events()?,
+            used: vec![false; slots],
             timed: Vec::new(),
             trace: Trace::start(dev)?,
         })
@@ -191,6 +204,11 @@ impl<'a> Ring<'a> {
     /// Bytes of one slot.
     pub fn slot_bytes(&self) -> usize {
         self.slot_bytes
+    }
+
+    /// Slots of the ring: [`PER_BUF`] a buffer.
+    pub fn slots_len(&self) -> usize {
+        self.used.len()
     }
 
     /// The device region of `place`.
@@ -203,8 +221,8 @@ impl<'a> Ring<'a> {
     }
 
     /// The slots of `place`.
-    fn slots(place: RingPlace) -> std::ops::Range<usize> {
-        place.slot..(place.slot + place.width).min(RING)
+    fn slots(&self, place: RingPlace) -> std::ops::Range<usize> {
+        place.slot..(place.slot + place.width).min(self.slots_len())
     }
 
     /// Enqueues the copy of chunk `j` of `s` into `place`, after the sums that last read
@@ -232,7 +250,7 @@ impl<'a> Ring<'a> {
                 self.slot_bytes
             )));
         }
-        for k in Ring::slots(place) {
+        for k in self.slots(place) {
             if self.used[k] {
                 dev.copy_wait(&self.consumed[k])?;
             }
@@ -296,7 +314,7 @@ impl<'a> Ring<'a> {
         enqueue_chunk(dev, scratch, s.sum, &bases, &sc, e - b, &out)?;
         dev.record(&end)?;
         self.timed.push((s.sum.query, j, start, end));
-        for k in Ring::slots(place) {
+        for k in self.slots(place) {
             dev.record(&self.consumed[k])?;
             self.used[k] = true;
         }
@@ -327,19 +345,6 @@ impl<'a> Ring<'a> {
         };
         let sums = self.timed.iter().map(|(q, j, s, e)| (q.name(), *j, s, e));
         t.write(dev, lg, sums)
-    }
-}
-
-/// `[Result<T>; N]` into `Result<[T; N]>`.
-trait MapOrErr<T, const N: usize> {
-    fn map_or_err(self) -> Result<[T; N]>;
-}
-
-impl<T, const N: usize> MapOrErr<T, N> for [Result<T>; N] {
-    fn map_or_err(self) -> Result<[T; N]> {
-        let v = self.into_iter().collect::<Result<Vec<T>>>()?;
-        v.try_into()
-            .map_err(|_| GpuError::Internal("array length".into()))
     }
 }
 
@@ -417,7 +422,7 @@ mod tests {
 
     /// The first slot and the `after` of each chunk [`ring_places`] places.
     fn placed(widths: &[usize]) -> (Vec<usize>, Vec<Option<usize>>) {
-        ring_places(widths)
+        ring_places(widths, RING)
             .iter()
             .map(|p| (p.slot, p.after))
             .unzip()
@@ -484,24 +489,47 @@ mod tests {
                     1 << (seed % 3)
                 })
                 .collect();
-            let p = ring_places(&widths);
-            for (i, pi) in p.iter().enumerate() {
-                assert_eq!(pi.width, widths[i]);
-                assert!(pi.slot + pi.width <= RING, "{widths:?}");
-                assert_eq!(pi.slot % pi.width, 0, "{widths:?}");
-                assert_eq!(pi.slot / PER_BUF, (pi.slot + pi.width - 1) / PER_BUF);
-                // The last earlier chunk in each of its slots is `after` or before it.
-                for k in pi.slot..pi.slot + pi.width {
-                    let prev = (0..i)
-                        .rev()
-                        .find(|&m| (p[m].slot..p[m].slot + p[m].width).contains(&k));
-                    assert!(prev <= pi.after, "{widths:?}: {i}");
-                    if let Some(m) = prev {
-                        assert!(m < i);
+            for ring in [RING, 3 * PER_BUF, 4 * PER_BUF] {
+                let p = ring_places(&widths, ring);
+                for (i, pi) in p.iter().enumerate() {
+                    assert_eq!(pi.width, widths[i]);
+                    assert!(pi.slot + pi.width <= ring, "{widths:?}");
+                    assert_eq!(pi.slot % pi.width, 0, "{widths:?}");
+                    assert_eq!(pi.slot / PER_BUF, (pi.slot + pi.width - 1) / PER_BUF);
+                    // The last earlier chunk in each of its slots is `after` or before it.
+                    for k in pi.slot..pi.slot + pi.width {
+                        let prev = (0..i)
+                            .rev()
+                            .find(|&m| (p[m].slot..p[m].slot + p[m].width).contains(&k));
+                        assert!(prev <= pi.after, "{widths:?}: {i}");
+                        if let Some(m) = prev {
+                            assert!(m < i);
+                        }
                     }
+                    assert!(pi.after.is_none_or(|a| a < i));
                 }
-                assert!(pi.after.is_none_or(|a| a < i));
             }
         }
+    }
+
+    #[test]
+    fn a_third_buffer_lets_copies_run_a_buffer_further_ahead() {
+        // 16 GiB: H chunks two slots wide, split chunks a whole buffer. With two buffers
+        // the second split chunk after H, H waits for the first's sum; with three it goes
+        // into the third buffer, fresh.
+        let widths = [2, 2, 4, 4, 2, 2, 4];
+        let two = ring_places(&widths, RING);
+        let three = ring_places(&widths, 3 * PER_BUF);
+        assert_eq!(
+            two.iter().map(|p| p.slot).collect::<Vec<_>>(),
+            [0, 2, 4, 0, 4, 6, 0]
+        );
+        assert_eq!(
+            three.iter().map(|p| p.slot).collect::<Vec<_>>(),
+            [0, 2, 4, 8, 0, 2, 4]
+        );
+        assert_eq!(two[3].after, Some(1));
+        assert_eq!(three[3].after, None);
+        assert!(three.iter().filter(|p| p.after.is_none()).count() > 3);
     }
 }

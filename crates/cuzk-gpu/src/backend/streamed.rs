@@ -39,14 +39,16 @@ impl GpuBackend {
         &self,
         work: &Work<'_>,
         reg: &HostRegistration,
-        bufs: [DevRegion<'_>; 2],
+        bufs: &[DevRegion<'_>],
         mut timer: StageTimer<'_>,
         report: &mut ProveReport,
         ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let (dev, plan, call) = (&self.dev, work.plan, work.call);
         let (shape, srs) = (&call.shape, call.srs);
-        let mut ring = Ring::new(dev, &bufs)?;
+        let mut ring = Ring::new(dev, bufs)?;
+        self.ring_slots
+            .store(ring.slots_len(), std::sync::atomic::Ordering::Relaxed);
         let scratch = work.region(plan.scratch[0])?;
         let group_start = Instant::now();
         let ring_ref = &mut ring;
@@ -81,7 +83,10 @@ impl GpuBackend {
                 .iter()
                 .map(|g| g.width(ring.slot_bytes()))
                 .collect::<Result<Vec<_>>>()?;
-            let places = ring_places(&order.iter().map(|&(g, _)| widths[g]).collect::<Vec<_>>());
+            let places = ring_places(
+                &order.iter().map(|&(g, _)| widths[g]).collect::<Vec<_>>(),
+                ring.slots_len(),
+            );
             // Each chunk's copy is enqueued once the sum of the chunk last in its slots
             // is (`summed`: how many sums are enqueued); the first round's copies go
             // first, under the quotient.
