@@ -323,6 +323,12 @@ impl GpuBackend {
     ) -> Result<MsmOutputs> {
         let (dev, plan, call) = (&self.dev, work.plan, work.call);
         let (shape, srs) = (&call.shape, call.srs);
+        // A prove staged ahead of the one slot hands the next call's a, b, c over at its
+        // end (`ahead.rs`): a once this prove is done with a's place, which a split slot
+        // frees at its last L sum (the L scalars lie over a), so the L and A sums are done
+        // once the H sum has done all but an eighth of its chunks.
+        let ahead = self.stages_ahead(self.fit(srs, shape)?.workers);
+        let split = work.vecs.witness_at() == WitnessAt::Split;
         let mut ring = Ring::new(dev, &bufs)?;
         let scratch = work.region(plan.scratch[0])?;
         let group_start = Instant::now();
@@ -353,7 +359,19 @@ impl GpuBackend {
             let b_after = (b_read + B_LEAD).min(h.chunks);
             let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
             let head = (HEAD_POINTS / h.chunk.max(1)).clamp(1, HEAD_MAX);
-            let order = interleave_order(&chunks, head, &[0, 0, 0, b_after, b_after]);
+            let c0 = h.chunks;
+            let until = match ahead && split {
+                true => c0 - c0 / 8,
+                false => c0,
+            };
+            let order = interleave_order(
+                &chunks,
+                head,
+                &[0, 0, 0, b_after, b_after],
+                &[c0, until, until, c0, c0],
+            );
+            let last_l = order.iter().rposition(|&(g, _)| g == Query::L as usize);
+            let a_free = dev.timing_event()?;
             let widths = group
                 .iter()
                 .map(|g| g.width(ring.slot_bytes()))
@@ -377,6 +395,9 @@ impl GpuBackend {
             copy_ready(ring, &mut copies, 0)?;
             let span = ring.span_begin(dev, "quotient")?;
             self.quotient(work, ready)?;
+            if !split || last_l.is_none() {
+                dev.record(&a_free)?;
+            }
             ring.span_end(dev, span)?;
             timer.mark(ProveStage::NttH)?;
             for q in Query::ALL {
@@ -408,6 +429,9 @@ impl GpuBackend {
                     )));
                 }
                 ring.sum(dev, &scratch, &group[g], j, places[i], &work.outputs)?;
+                if split && last_l == Some(i) {
+                    dev.record(&a_free)?;
+                }
                 copy_ready(ring, &mut copies, i + 1)?;
                 if g == Query::H as usize && j + 1 == b_read {
                     ready(4, None)?;
@@ -418,6 +442,10 @@ impl GpuBackend {
             }
             if !b_up {
                 ready(4, Some(dev))?;
+            }
+            // Every copy of this prove is enqueued: the next call's wait behind them.
+            if ahead {
+                self.hand_over(call, work.vecs, &a_free)?;
             }
             Ok(())
         })??;
