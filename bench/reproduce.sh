@@ -13,7 +13,7 @@
 # is executable. Parts, each sized to fit one 600 s device call:
 #   gputests  NEW only: GPU name and driver, the GPU test binaries
 #   checks    GPU name and driver; per binary: the GPU tests, the NTT checks against the
-#             CPU to 2^16, the MSM checks in G1 and G2
+#             CPU to 2^19, the MSM checks in G1 and G2
 #   ntt       NEW only: the NTT checks against the CPU to 2^19, then one transform and the
 #             quotient (seven transforms) at 2^24 and 2^27 (medians of 5)
 #   backend   per binary, alternating: resident and streamed proves at 2^20, 2^22, 2^24
@@ -158,11 +158,17 @@ part_gputests() {
   done
 }
 
+# The NTT checks of binary folder $1 against the CPU to 2^19 (the direct twists: the outer
+# pass's to 2^18, the middle pass's from 2^19), labelled $2.
+ntt_checks() {
+  t "$2: ntt checks to 2^19 against the CPU (the direct twists: outer pass to 2^18, middle pass from 2^19)"
+  timeout -k 10 200 "$1/cuzk" bench ntt --check --check-max-lg 19 --runs 1 --log-n 10 2>&1 |
+    grep -E '"ok":false|^\{"checks|rror'
+}
+
 part_ntt() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  t "new ($(commit "$NEW")): ntt checks to 2^19 against the CPU (the direct twists: outer pass to 2^18, middle pass from 2^19)"
-  timeout -k 10 200 "$NEW/cuzk" bench ntt --check --check-max-lg 19 --runs 1 --log-n 10 2>&1 |
-    grep -E '"ok":false|^\{"checks|rror'
+  ntt_checks "$NEW" "new ($(commit "$NEW"))"
   t "new ($(commit "$NEW")): ntt and quotient at 2^24 and 2^27"
   timeout -k 10 200 "$NEW/cuzk" bench ntt --runs 5 --quotient --log-n 24 --log-n 27 2>&1 |
     tee "$OUT/ntt.jsonl" | cut -c1-400
@@ -177,9 +183,7 @@ part_checks() {
       t "$w ($(commit "$dir")): $tests tests"
       timeout -k 10 150 "$dir/${tests}_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
     done
-    t "$w: ntt checks to 2^19 against the CPU (the direct twists: outer pass to 2^18, middle pass from 2^19)"
-    timeout -k 10 120 "$dir/cuzk" bench ntt --check --check-max-lg 16 --runs 1 --log-n 10 2>&1 |
-      grep -E '"ok":false|^\{"checks|rror'
+    ntt_checks "$dir" "$w"
     for g in g1 g2; do
       t "$w: msm checks $g"
       timeout -k 10 90 "$dir/cuzk" bench msm --group $g --check --runs 1 --log-n 10 2>&1 |
@@ -281,6 +285,11 @@ memwatch() {
   done > "$1"
 }
 
+# The peak line of a memwatch file $1.
+peak_mem() {
+  sort -t= -k2 -n "$1" | tail -1
+}
+
 part_batch32() {
   local bin=$NEW/cuzk n=${BATCH32_COUNT:-2} watch
   t "$n whole 32 GiB PoRep proofs (fake request: cannot verify), default config"
@@ -291,7 +300,7 @@ part_batch32() {
     2>&1 | quiet | cut -c1-3000 | tee "$OUT/batch-porep-32g.log"
   kill "$watch" 2>/dev/null
   free -g | tee -a "$OUT/batch-porep-32g.log"
-  echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-porep-32g.log" | tail -1)"
+  echo "peak host memory in use: $(peak_mem "$OUT/mem-porep-32g.log")"
 }
 
 # Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
@@ -337,7 +346,7 @@ part_small() {
     echo "bench exit: ${PIPESTATUS[0]}"
     kill "$watch" "$h" 2>/dev/null
     wait "$h" 2>/dev/null
-    echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-small-$name.log" | tail -1)"
+    echo "peak host memory in use: $(peak_mem "$OUT/mem-small-$name.log")"
     dmesg 2>/dev/null | grep -i "killed process" | tail -2
     if [ -s "$OUT/trace-$name.jsonl" ]; then
       python3 bench/trace.py "$OUT/trace-$name.jsonl" > "$OUT/trace-$name.summary"
@@ -389,7 +398,7 @@ PY
   echo "bench exit: ${PIPESTATUS[0]}"
   kill "$watch" "$hr" "$hv" 2>/dev/null
   wait "$hr" "$hv" 2>/dev/null
-  echo "peak host memory in use (the held $((gib)) GiB excluded: see the hold's line): $(sort -t= -k2 -n "$OUT/mem-host$gib.log" | tail -1)"
+  echo "peak host memory in use (the held $((gib)) GiB excluded: see the hold's line): $(peak_mem "$OUT/mem-host$gib.log")"
   dmesg 2>/dev/null | grep -i "killed process" | tail -2
 }
 
@@ -454,7 +463,7 @@ part_snap32() {
     --count "$n" --concurrency 2 --param-dir /tmp/ps32 --timeline "$OUT/timeline-snap-32g.svg" \
     2>&1 | quiet | cut -c1-3000 | tee "$OUT/batch-snap-32g.log"
   kill "$watch" 2>/dev/null
-  echo "peak host memory in use: $(sort -t= -k2 -n "$OUT/mem-snap-32g.log" | tail -1)"
+  echo "peak host memory in use: $(peak_mem "$OUT/mem-snap-32g.log")"
 }
 
 # One row per headline case: figure (old → new), date, GPU, commit, the command.

@@ -205,6 +205,7 @@ impl Device {
             matrices_vram_bytes: self.spec.backend.matrices_device_bytes(),
             vram_budget_bytes: self.spec.backend.vram_budget_bytes(),
             vram_used_bytes: self.spec.backend.vram_used_bytes(),
+            proving_mode: self.spec.backend.proving_mode(),
             workers: self.workers,
             busy: self.busy(),
             current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),

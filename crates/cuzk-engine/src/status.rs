@@ -27,6 +27,9 @@ pub struct DeviceStatus {
     pub vram_budget_bytes: u64,
     /// Device memory the backend holds now (SRSs, matrices, slots, scratch).
     pub vram_used_bytes: u64,
+    /// How the backend proves (the GPU's mode within its budget, e.g. "srs streamed, 1
+    /// lean worker (2097152-point chunks)"); empty before the first shape or for the CPU.
+    pub proving_mode: String,
     /// Prove workers on it.
     pub workers: usize,
     /// Time spent under its compute token since start.

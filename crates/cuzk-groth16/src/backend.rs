@@ -289,6 +289,13 @@ pub trait Backend: Send + Sync {
         0
     }
 
+    /// How the backend proves the largest shape it has proved or preloaded, in words (the
+    /// GPU backend's mode, e.g. "srs streamed, 1 lean worker (2097152-point chunks)"), or
+    /// empty before any or for a backend without modes.
+    fn proving_mode(&self) -> String {
+        String::new()
+    }
+
     /// Makes `srs` resident in the device's memory when the backend keeps parameters
     /// there; returns its device bytes (0 when it does not, or streams them).
     ///

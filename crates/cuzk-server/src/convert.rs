@@ -212,6 +212,7 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
                 last_fault: d.last_fault.clone(),
                 vram_budget_bytes: d.vram_budget_bytes,
                 vram_used_bytes: d.vram_used_bytes,
+                proving_mode: d.proving_mode.clone(),
             })
             .collect(),
     }

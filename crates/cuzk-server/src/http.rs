@@ -88,6 +88,7 @@ pub fn status_json(s: &EngineStatus) -> Value {
             "matrices_vram_bytes": d.matrices_vram_bytes,
             "vram_budget_bytes": d.vram_budget_bytes,
             "vram_used_bytes": d.vram_used_bytes,
+            "proving_mode": d.proving_mode,
             "workers": d.workers,
             "busy_seconds": d.busy.as_secs_f64(),
             "current_job_id": d.current_job_id,

@@ -91,6 +91,13 @@ impl Backend for StandInDevice {
         self.pinned
     }
 
+    fn proving_mode(&self) -> String {
+        match self.streams {
+            true => "stand-in streamed".into(),
+            false => "stand-in resident".into(),
+        }
+    }
+
     fn srs_device_bytes(&self, srs: &Srs) -> u64 {
         self.resident
             .lock()
@@ -176,6 +183,13 @@ fn device_tier_and_backend_token_hold() {
             .map(|s| s.tier)
     };
     assert_eq!(tier(&engine), Some(SrsTier::Vram));
+    // The status shows the backend's proving mode.
+    let status = engine.status();
+    let gpu = status.devices.iter().find(|d| d.name == "gpu:0");
+    assert_eq!(
+        gpu.map(|d| d.proving_mode.as_str()),
+        Some("stand-in resident")
+    );
 
     let request = ProofRequest {
         vanilla_proof: SyntheticSpec {

@@ -145,28 +145,14 @@ fn snap_deals_challenges_in_parallel_give_the_plain_assignment() {
 /// constraint system of the circuit: counts, coefficients and every row. See: #17.
 #[test]
 fn snap_deals_mirror_records_as_the_update_circuit() {
-    let sector = crate::common::sector_2k();
-    let request = sector.request(FilecoinKind::SnapDeals).expect("request");
-    let diff = check_mirror(
-        &request,
-        ParseOptions::default(),
-        0,
-        MirrorCheck::Recordings,
-    )
-    .expect("both recordings");
-    assert_eq!(diff, None);
+    assert_eq!(snap_2k_mirror(MirrorCheck::Recordings), None);
 }
 
 /// At 512 MiB (86 challenges, 128 apex leaves, 16 partitions) a fake request's mirrored
 /// prefix and last challenge add up to the update circuit's counts. See: #17.
 #[test]
 fn snap_deals_512mib_mirror_counts_as_the_update_circuit() {
-    let fake = FakeRequest::generate(FilecoinKind::SnapDeals, SectorSize::S512MiB, 7)
-        .expect("a fake 512 MiB request");
-    let opts = ParseOptions { fake_ok: true };
-    // The last partition: its bits and digest indices are not zero.
-    let diff = check_mirror(&fake.request, opts, 15, MirrorCheck::Counts).expect("counts");
-    assert_eq!(diff, None);
+    assert_eq!(snap_512mib_last_mirror(MirrorCheck::Counts), None);
 }
 
 /// The prefix every SnapDeals partition walks once before its parts replay it: with
@@ -175,21 +161,24 @@ fn snap_deals_512mib_mirror_counts_as_the_update_circuit() {
 /// through the gadgets, at 2 KiB and on the last partition of a fake 512 MiB request.
 #[test]
 fn snap_deals_native_prefix_walks_as_the_gadgets() {
+    assert_eq!(snap_2k_mirror(MirrorCheck::NativePrefix), None);
+    assert_eq!(snap_512mib_last_mirror(MirrorCheck::NativePrefix), None);
+}
+
+/// `check` of the 2 KiB test sector's SnapDeals request, partition 0.
+fn snap_2k_mirror(check: MirrorCheck) -> Option<String> {
     let sector = crate::common::sector_2k();
     let request = sector.request(FilecoinKind::SnapDeals).expect("request");
-    let diff = check_mirror(
-        &request,
-        ParseOptions::default(),
-        0,
-        MirrorCheck::NativePrefix,
-    )
-    .expect("both walks");
-    assert_eq!(diff, None);
+    check_mirror(&request, ParseOptions::default(), 0, check).expect("both sides")
+}
+
+/// `check` of a fake 512 MiB SnapDeals request's last partition (its bits and digest
+/// indices are not zero).
+fn snap_512mib_last_mirror(check: MirrorCheck) -> Option<String> {
     let fake = FakeRequest::generate(FilecoinKind::SnapDeals, SectorSize::S512MiB, 7)
         .expect("a fake 512 MiB request");
     let opts = ParseOptions { fake_ok: true };
-    let diff = check_mirror(&fake.request, opts, 15, MirrorCheck::NativePrefix).expect("walks");
-    assert_eq!(diff, None);
+    check_mirror(&fake.request, opts, 15, check).expect("both sides")
 }
 
 /// Every challenge of every partition of the 2 KiB PoRep request: the native witness (its

@@ -13,7 +13,7 @@
 //! no host memory.
 //!
 //! A call whose a, b, c are staged lends them to the hand-over while it waits for the slot.
-//! The slot's holder, once its ring (`run.rs`) has enqueued every copy of its own, sends
+//! The slot's holder, once its ring (`streamed.rs`) has enqueued every copy of its own, sends
 //! them: a as soon as its kernels are done with a's place (after the quotient in a full
 //! slot, after its last L sum in a split one, whose ring runs the L and A sums in the first
 //! seven eighths of the H sum's chunks), b and c after its last sum. The copy stream then

@@ -34,6 +34,7 @@ pub mod residency;
 pub mod ring;
 mod run;
 pub mod slots;
+mod streamed;
 pub mod sums;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -427,6 +428,10 @@ impl Backend for GpuBackend {
 
     fn vram_used_bytes(&self) -> u64 {
         GpuBackend::vram_used_bytes(self)
+    }
+
+    fn proving_mode(&self) -> String {
+        self.chosen_fit().map(|f| f.to_string()).unwrap_or_default()
     }
 
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {

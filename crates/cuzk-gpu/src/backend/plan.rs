@@ -475,7 +475,20 @@ fn others_bits(n: usize, expect: usize) -> u32 {
 mod tests {
     use super::*;
 
-    const FR_BYTES_TEST: usize = crate::device::layout::FR_BYTES;
+    /// The 32 GiB PoRep partition's slot shape.
+    fn porep_32g() -> SlotShape {
+        SlotShape {
+            lg: 27,
+            n_l: 130_278_541,
+            n_a: 130_278_541,
+            n_b: 32_800_000,
+        }
+    }
+
+    /// The NTT's direct twist tables at 2^27 (w_18^±j), in every 2^27 plan.
+    fn twists_27() -> u64 {
+        NttPlan::direct_twist_bytes(27) as u64
+    }
 
     fn shape(lg: u32) -> SlotShape {
         let n = 1usize << lg;
@@ -739,12 +752,7 @@ mod tests {
     #[test]
     fn split_chunks_are_capped_so_2_24_h_chunks_fit_a_24_gib_card() {
         // The 32 GiB PoRep's shape; a lean slot (a, b, c) beside the plan.
-        let s = SlotShape {
-            lg: 27,
-            n_l: 130_278_541,
-            n_a: 130_278_541,
-            n_b: 32_800_000,
-        };
+        let s = porep_32g();
         let streamed = |chunk: usize| {
             let placement = Placement::Streamed {
                 chunk,
@@ -770,10 +778,9 @@ mod tests {
         // 1 GiB reserve, as 2^23-point chunks did (18.83 GB, measured).
         let lean = s.device_bytes(true) as u64;
         // Plus the NTT's direct twist tables at 2^27 (w_18^±j): 2 × 8 MiB.
-        let twists = 2 * ((FR_BYTES_TEST << 18) + ALIGN) as u64;
         assert_eq!(
             lean + streamed(1 << 23).total as u64,
-            18_832_354_304 + twists
+            18_832_354_304 + twists_27()
         );
         assert!(p.scratch[0].bytes <= streamed(1 << 23).scratch[0].bytes.max(h.scratch_bytes()));
         assert!(lean + (p.total as u64) < (23u64 << 30));
@@ -785,12 +792,7 @@ mod tests {
     #[test]
     fn the_budget_streams_2_24_chunks_with_24_gib_free_and_2_21_with_16() {
         use crate::backend::budget::{choose_among, chunk_sizes, Costs};
-        let s = SlotShape {
-            lg: 27,
-            n_l: 130_278_541,
-            n_a: 130_278_541,
-            n_b: 32_800_000,
-        };
+        let s = porep_32g();
         let options: Vec<(usize, Costs)> = chunk_sizes(1 << 24, 1 << 16)
             .map(|chunk| {
                 let placement = Placement::Streamed {
@@ -817,8 +819,11 @@ mod tests {
         );
         let (fit16, _) = choose_among(&options, 15_550_000_000, 2).expect("fits 16 GiB");
         assert_eq!((fit16.workers, fit16.chunk), (1, 1 << 21));
-        let twists = 2 * ((FR_BYTES_TEST << 18) + ALIGN) as u64;
-        assert_eq!(fit16.bytes, 15_175_342_080 + twists, "as before the cap");
+        assert_eq!(
+            fit16.bytes,
+            15_175_342_080 + twists_27(),
+            "as before the cap"
+        );
         // A 48 GB card and a whole 80 GB H100 (its budget measured less the reserve): one
         // full slot with the largest chunk, never a second streamed worker (`budget.rs`).
         for budget in [47_000_000_000, 83_943_751_680] {

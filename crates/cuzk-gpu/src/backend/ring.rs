@@ -151,9 +151,7 @@ pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
         .enumerate()
         .map(|(i, &w)| {
             let width = w.clamp(1, PER_BUF).next_power_of_two();
-            if !at.is_multiple_of(width) {
-                at += width - at % width;
-            }
+            at = at.next_multiple_of(width);
             let slot = at % RING;
             let after = last[slot..slot + width].iter().flatten().copied().max();
             last[slot..slot + width].fill(Some(i));
@@ -452,17 +450,22 @@ mod tests {
         assert!(order.len() - h_at[31] <= 4);
     }
 
+    /// The first slot and the `after` of each chunk [`ring_places`] places.
+    fn placed(widths: &[usize]) -> (Vec<usize>, Vec<Option<usize>>) {
+        ring_places(widths)
+            .iter()
+            .map(|p| (p.slot, p.after))
+            .unzip()
+    }
+
     #[test]
     fn ring_places_put_wide_chunks_on_whole_buffers_after_their_slots_last_reader() {
         // Small chunks: H, H (two slots), L (a whole buffer), H, A (a whole buffer), H, H,
         // B2 (a whole buffer): the four-slot ring of halves as it was, in quarters.
-        let widths = [2, 2, 4, 2, 4, 2, 2, 4];
-        let p = ring_places(&widths);
-        let slots: Vec<usize> = p.iter().map(|p| p.slot).collect();
+        let (slots, after) = placed(&[2, 2, 4, 2, 4, 2, 2, 4]);
         // L starts at slot 4; H at 0 (round two); A skips slots 2, 3 for slots 4..8; H at
         // 0, 2; B2 on slots 4..8.
         assert_eq!(slots, [0, 2, 4, 0, 4, 0, 2, 4]);
-        let after: Vec<Option<usize>> = p.iter().map(|p| p.after).collect();
         assert_eq!(
             after,
             [
@@ -484,11 +487,8 @@ mod tests {
         // six split chunks, then H. The first eight slots are fresh (copied under the
         // quotient); the third H waits for the first's sum, the split chunk after it for
         // the second's.
-        let widths = [2, 2, 1, 1, 1, 1, 2, 1, 1];
-        let p = ring_places(&widths);
-        let slots: Vec<usize> = p.iter().map(|p| p.slot).collect();
+        let (slots, after) = placed(&[2, 2, 1, 1, 1, 1, 2, 1, 1]);
         assert_eq!(slots, [0, 2, 4, 5, 6, 7, 0, 2, 3]);
-        let after: Vec<Option<usize>> = p.iter().map(|p| p.after).collect();
         assert_eq!(
             after,
             [

@@ -1,6 +1,7 @@
 //! The token-held part of a prove, a straight sequence of enqueues: the plan's arena, the
 //! NTT tables, the quotient H = (A·B − C)/Z, the five query sums into the plan's results
-//! (the four witness sums on a second stream where the plan says so), then the one
+//! (the four witness sums on a second stream where the plan says so; with the SRS
+//! streamed, `streamed.rs`), then the one
 //! download of the results and the Horner combination on the host. Nothing between the
 //! first kernel and that download waits for the device, apart from a streamed SRS's
 //! per-chunk waits for its uploads (its pinned staging is refilled once a copy is done).
@@ -13,13 +14,11 @@ use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, Srs, SrsQuery};
 use super::plan::{Placement, ProvePlan, Span, SumPlan};
 use super::prove::{ProveCall, Ready};
 use super::residency::{Query, ResidentSrs};
-use super::ring::{interleave_order, ring_places, Ring, RingSum};
-use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
-use super::sums::{enqueue_chunk, enqueue_streamed, HostPoints, OutRegions, Outputs, StreamBufs};
+use super::slots::{SlotShape, SlotVec, SlotVecs};
+use super::sums::{enqueue_chunk, HostPoints, OutRegions, Outputs};
 use super::{GpuBackend, Shared};
 use crate::device::arena::{DevRegion, VramArena};
 use crate::device::layout::{as_bytes, FR_BYTES};
-use crate::device::pinned::{HostRegistration, PinnedBuf};
 use crate::device::{Device, StageTimer};
 use crate::error::{GpuError, Result};
 use crate::ops::msm::window_bits;
@@ -27,19 +26,8 @@ use crate::ops::ntt::NttPlan;
 use crate::ops::sparse::products_enqueue;
 use crate::tuning::tuning;
 
-/// H chunks summed between the upload of a split slot's B scalars (over the head of the
-/// quotient's coefficients) and the first B sum: by then the upload is done, and the
-/// compute stream does not wait for it.
-const B_LEAD: usize = 2;
-
-/// H points summed before the first split chunk, in at most [`HEAD_MAX`] chunks: their
-/// time covers the upload of the L and A scalars (4 chunks of 2^23 points, 2 of 2^24).
-const HEAD_POINTS: usize = 1 << 25;
-/// Most H chunks before the first split chunk.
-const HEAD_MAX: usize = 4;
-
 /// The stage each query's sum is timed and failed as.
-fn stage_of(q: Query) -> ProveStage {
+pub(super) fn stage_of(q: Query) -> ProveStage {
     match q {
         Query::H => ProveStage::MsmH,
         Query::L => ProveStage::MsmL,
@@ -51,7 +39,7 @@ fn stage_of(q: Query) -> ProveStage {
 
 /// The host points of query `q`: blst affine points in memory, or, for an SRS released
 /// from host memory, its file.
-fn host_points(srs: &Srs, q: Query) -> HostPoints<'_> {
+pub(super) fn host_points(srs: &Srs, q: Query) -> HostPoints<'_> {
     if let (true, Some(f)) = (srs.is_released(), srs.file.as_deref()) {
         let sq = match q {
             Query::H => SrsQuery::H,
@@ -73,13 +61,13 @@ fn host_points(srs: &Srs, q: Query) -> HostPoints<'_> {
 
 /// What the sums read besides the bases: the witness vectors and the quotient's
 /// coefficients (in the B slot), as regions of the slot.
-struct Scalars<'a> {
+pub(super) struct Scalars<'a> {
     vecs: &'a SlotVecs<'a>,
     h_coeffs: DevRegion<'a>,
 }
 
 impl Scalars<'_> {
-    fn of(&self, q: Query, n: usize) -> Result<DevRegion<'_>> {
+    pub(super) fn of(&self, q: Query, n: usize) -> Result<DevRegion<'_>> {
         let r = match q {
             Query::H => self.h_coeffs,
             Query::L => self.vecs.get(SlotVec::L),
@@ -93,16 +81,16 @@ impl Scalars<'_> {
 /// What one prove's kernels work on: the call, its plan, the regions carved for it from
 /// the shared arena (NTT tables, results and accumulators, the streamed chunk buffers), and
 /// the slot's vectors with a, b, c and the sums' scalars.
-struct Work<'a> {
-    call: &'a ProveCall<'a>,
-    plan: &'a ProvePlan,
+pub(super) struct Work<'a> {
+    pub(super) call: &'a ProveCall<'a>,
+    pub(super) plan: &'a ProvePlan,
     arena: &'a VramArena,
-    vecs: &'a SlotVecs<'a>,
+    pub(super) vecs: &'a SlotVecs<'a>,
     ntt: NttPlan<'a>,
     abc: [DevRegion<'a>; 3],
-    scalars: Scalars<'a>,
-    outputs: Outputs<'a>,
-    bufs: Option<[DevRegion<'a>; 2]>,
+    pub(super) scalars: Scalars<'a>,
+    pub(super) outputs: Outputs<'a>,
+    pub(super) bufs: Option<[DevRegion<'a>; 2]>,
 }
 
 impl<'a> Work<'a> {
@@ -159,7 +147,7 @@ impl<'a> Work<'a> {
     }
 
     /// The arena region of `span`.
-    fn region(&self, span: Span) -> Result<DevRegion<'a>> {
+    pub(super) fn region(&self, span: Span) -> Result<DevRegion<'a>> {
         span.of(self.arena)
     }
 }
@@ -309,164 +297,6 @@ impl GpuBackend {
         Ok(sh)
     }
 
-    /// The streamed SRS's five sums through one ring, the copy-bound L, A and B sums
-    /// between the compute-bound H sum's chunks, the first round's copies under the
-    /// quotient; then the download and each query's device time.
-    fn ring_prove(
-        &self,
-        work: &Work<'_>,
-        reg: &HostRegistration,
-        bufs: [DevRegion<'_>; 2],
-        mut timer: StageTimer<'_>,
-        report: &mut ProveReport,
-        ready: Ready<'_>,
-    ) -> Result<MsmOutputs> {
-        let (dev, plan, call) = (&self.dev, work.plan, work.call);
-        let (shape, srs) = (&call.shape, call.srs);
-        // A prove staged ahead of the one slot hands the next call's a, b, c over at its
-        // end (`ahead.rs`): a once this prove is done with a's place, which a split slot
-        // frees at its last L sum (the L scalars lie over a), so the L and A sums are done
-        // once the H sum has done all but an eighth of its chunks.
-        let ahead = self.stages_ahead(self.fit(srs, shape)?.workers);
-        let split = work.vecs.witness_at() == WitnessAt::Split;
-        let mut ring = Ring::new(dev, &bufs)?;
-        let scratch = work.region(plan.scratch[0])?;
-        let group_start = Instant::now();
-        let ring_ref = &mut ring;
-        let timer_ref = &mut timer;
-        dev.upload_scope(|up| -> Result<()> {
-            let (timer, ring) = (&mut *timer_ref, &mut *ring_ref);
-            let mut group = Vec::with_capacity(Query::ALL.len());
-            for q in Query::ALL {
-                let sum = &plan.sums[q as usize];
-                let scalars = work.scalars.of(q, sum.n)?;
-                let HostPoints::Memory(host) = host_points(srs, q) else {
-                    return Err(GpuError::Internal("registered points not in memory".into()));
-                };
-                group.push(RingSum { sum, host, scalars });
-            }
-            // A split slot's B scalars go over the head of the quotient's coefficients
-            // once the H sum has read them there (its first `b_read` chunks); the B
-            // sums start B_LEAD H chunks later, by when they are up.
-            let h = &plan.sums[Query::H as usize];
-            let b_read = match work.vecs.witness_at() {
-                WitnessAt::Split => plan.sums[Query::BG1 as usize]
-                    .n
-                    .div_ceil(h.chunk)
-                    .min(h.chunks),
-                _ => 0,
-            };
-            let b_after = (b_read + B_LEAD).min(h.chunks);
-            let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
-            let head = (HEAD_POINTS / h.chunk.max(1)).clamp(1, HEAD_MAX);
-            let c0 = h.chunks;
-            let until = match ahead && split {
-                true => c0 - c0 / 8,
-                false => c0,
-            };
-            let order = interleave_order(
-                &chunks,
-                head,
-                &[0, 0, 0, b_after, b_after],
-                &[c0, until, until, c0, c0],
-            );
-            let last_l = order.iter().rposition(|&(g, _)| g == Query::L as usize);
-            let a_free = dev.timing_event()?;
-            let widths = group
-                .iter()
-                .map(|g| g.width(ring.slot_bytes()))
-                .collect::<Result<Vec<_>>>()?;
-            let places = ring_places(&order.iter().map(|&(g, _)| widths[g]).collect::<Vec<_>>());
-            // Each chunk's copy is enqueued once the sum of the chunk last in its slots
-            // is (`summed`: how many sums are enqueued); the first round's copies go
-            // first, under the quotient.
-            let copy_ready =
-                |ring: &mut Ring<'_>, copies: &mut usize, summed: usize| -> Result<()> {
-                    while let Some(&(g, j)) = order.get(*copies) {
-                        if places[*copies].after.is_some_and(|a| a >= summed) {
-                            break;
-                        }
-                        ring.copy(dev, up, reg, &group[g], j, places[*copies])?;
-                        *copies += 1;
-                    }
-                    Ok(())
-                };
-            let mut copies = 0;
-            copy_ready(ring, &mut copies, 0)?;
-            let span = ring.span_begin(dev, "quotient")?;
-            self.quotient(work, ready)?;
-            if !split || last_l.is_none() {
-                dev.record(&a_free)?;
-            }
-            ring.span_end(dev, span)?;
-            timer.mark(ProveStage::NttH)?;
-            for q in Query::ALL {
-                self.enter(call, stage_of(q))?;
-            }
-            call.reached(ProveStage::MsmH);
-            // The L and A scalars go up now (over a and c, which the quotient has
-            // read); the compute stream waits for them only at the first L or A sum,
-            // after the head's H chunks.
-            ready(3, None)?;
-            if b_read == 0 {
-                ready(4, None)?;
-            }
-            let (mut la_up, mut b_up) = (false, false);
-            for (i, &(g, j)) in order.iter().enumerate() {
-                if (g == Query::L as usize || g == Query::A as usize) && !la_up {
-                    ready(3, Some(dev))?;
-                    la_up = true;
-                }
-                if g >= Query::BG1 as usize && !b_up {
-                    ready(4, Some(dev))?;
-                    b_up = true;
-                }
-                // A sum waits on its copy's event: that copy must be enqueued first
-                // (every copy's `after` is an earlier chunk, so it is).
-                if copies <= i {
-                    return Err(GpuError::Internal(format!(
-                        "ring chunk {i} summed before its copy was enqueued"
-                    )));
-                }
-                ring.sum(dev, &scratch, &group[g], j, places[i], &work.outputs)?;
-                if split && last_l == Some(i) {
-                    dev.record(&a_free)?;
-                }
-                copy_ready(ring, &mut copies, i + 1)?;
-                if g == Query::H as usize && j + 1 == b_read {
-                    ready(4, None)?;
-                }
-            }
-            if !la_up {
-                ready(3, Some(dev))?;
-            }
-            if !b_up {
-                ready(4, Some(dev))?;
-            }
-            // Every copy of this prove is enqueued: the next call's wait behind them.
-            if ahead {
-                self.hand_over(call, work.vecs, &a_free)?;
-            }
-            Ok(())
-        })??;
-        let group_wall = group_start.elapsed();
-        let out = self.finish(plan, shape, &work.outputs.results, timer, None, report);
-        // The five sums interleave: each query's device time is its chunks' sum, and
-        // the host's wall of enqueueing them all is the H stage's.
-        if out.is_ok() {
-            let times = ring.query_times(dev)?;
-            for q in Query::ALL {
-                let wall = match q {
-                    Query::H => group_wall,
-                    _ => std::time::Duration::ZERO,
-                };
-                report.push_device(stage_of(q), wall, times[q as usize]);
-            }
-        }
-        ring.write_trace(dev, shape.lg)?;
-        out
-    }
-
     /// The resident SRS's sums: H on the compute stream, then the witness sums on the
     /// lane (in scratch of their own) or after it on the same stream; returns the lane's
     /// timer.
@@ -511,7 +341,7 @@ impl GpuBackend {
 
     /// a, b, c from the uploaded witness when the matrices are resident, then the quotient
     /// H = (A·B − C)/Z on the coset g·H, its coefficients into `abc[1]`.
-    fn quotient(&self, work: &Work<'_>, ready: Ready<'_>) -> Result<()> {
+    pub(super) fn quotient(&self, work: &Work<'_>, ready: Ready<'_>) -> Result<()> {
         let (vecs, abc) = (work.vecs, &work.abc);
         let dev = &self.dev;
         self.enter(work.call, ProveStage::NttH)?;
@@ -549,7 +379,7 @@ impl GpuBackend {
 
     /// The one download of the results (it waits for the compute stream, which waited
     /// for the lane), the stage times, and the Horner combination.
-    fn finish(
+    pub(super) fn finish(
         &self,
         plan: &ProvePlan,
         shape: &SlotShape,
@@ -607,57 +437,5 @@ impl GpuBackend {
             sum.n,
             &out,
         )
-    }
-
-    /// The five sums with the SRS streamed from host memory, one after another on the
-    /// compute stream, through the plan's chunk buffers (and the pinned bounce buffers,
-    /// kept in the shared state between proves).
-    fn streamed_sums(
-        &self,
-        work: &Work<'_>,
-        stream_pins: &mut [Option<PinnedBuf>; 2],
-        reg: Option<&HostRegistration>,
-        timer: &mut StageTimer<'_>,
-        ready: Ready<'_>,
-    ) -> Result<()> {
-        let dev = &self.dev;
-        let bufs = work
-            .bufs
-            .ok_or_else(|| GpuError::Internal("streamed plan without buffers".into()))?;
-        let mut sb = StreamBufs {
-            device: bufs,
-            pinned: [stream_pins[0].take(), stream_pins[1].take()],
-            consumed: [dev.timing_event()?, dev.timing_event()?],
-            used: [false; 2],
-            scratch: work.region(work.plan.scratch[0])?,
-        };
-        let r = self.enqueue_streamed_sums(work, &mut sb, reg, timer, ready);
-        *stream_pins = sb.pinned;
-        r
-    }
-
-    /// [`GpuBackend::streamed_sums`] through `sb`.
-    fn enqueue_streamed_sums(
-        &self,
-        work: &Work<'_>,
-        sb: &mut StreamBufs<'_>,
-        reg: Option<&HostRegistration>,
-        timer: &mut StageTimer<'_>,
-        ready: Ready<'_>,
-    ) -> Result<()> {
-        let (dev, call) = (&self.dev, work.call);
-        for sum in &work.plan.sums {
-            self.enter(call, stage_of(sum.query))?;
-            match sum.query {
-                Query::L => ready(3, Some(dev))?,
-                Query::BG1 => ready(4, Some(dev))?,
-                _ => {}
-            }
-            let host = host_points(call.srs, sum.query);
-            let sc = work.scalars.of(sum.query, sum.n)?;
-            enqueue_streamed(dev, sb, sum, host, reg, &sc, &work.outputs)?;
-            timer.mark(call.stage())?;
-        }
-        Ok(())
     }
 }

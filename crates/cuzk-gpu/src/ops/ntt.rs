@@ -158,11 +158,16 @@ impl<'a> NttPlan<'a> {
         let two_level =
             ((1usize << h) + (1usize << (lg_n - h))) * FR_BYTES + 2 * crate::device::arena::ALIGN;
         let inner: usize = (1usize << MAX_PASS_LG) * FR_BYTES + 4 * crate::device::arena::ALIGN;
-        let direct: usize = direct_twists(lg_n)
+        5 * two_level + 2 * inner + Self::direct_twist_bytes(lg_n)
+    }
+
+    /// Arena bytes of the direct twist tables of a 2^lg_n transform (w_R^±j of each pass
+    /// of [`direct_twists`]; 2 × 8 MiB at 2^27), part of [`NttPlan::table_bytes`].
+    pub fn direct_twist_bytes(lg_n: u32) -> usize {
+        direct_twists(lg_n)
             .iter()
             .map(|&r| 2 * ((FR_BYTES << r) + crate::device::arena::ALIGN))
-            .sum();
-        5 * two_level + 2 * inner + direct
+            .sum()
     }
 
     /// Builds the tables for 2^lg_n points in `arena` (kernels enqueued on the compute

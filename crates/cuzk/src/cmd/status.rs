@@ -106,6 +106,19 @@ pub fn render(s: &pb::GetStatusResponse) -> String {
                 format!(" on {}", d.current_job_id)
             }
         );
+        if d.is_gpu {
+            let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+            let _ = writeln!(
+                out,
+                "    vram {:.1} of {:.1} GiB{}",
+                gib(d.vram_used_bytes),
+                gib(d.vram_budget_bytes),
+                match d.proving_mode.as_str() {
+                    "" => String::new(),
+                    m => format!(", proving mode: {m}"),
+                }
+            );
+        }
         if !d.in_service {
             let _ = writeln!(out, "    OUT OF SERVICE: {}", d.out_of_service_reason);
         }
@@ -141,4 +154,49 @@ pub fn render(s: &pb::GetStatusResponse) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_shows_its_vram_and_proving_mode() {
+        let gpu = pb::DeviceStatus {
+            name: "gpu:0".into(),
+            hardware: "NVIDIA H100".into(),
+            is_gpu: true,
+            workers: 2,
+            in_service: true,
+            vram_budget_bytes: 24 << 30,
+            vram_used_bytes: 22 << 30,
+            proving_mode: "srs streamed, 1 lean worker (16777216-point chunks)".into(),
+            ..pb::DeviceStatus::default()
+        };
+        let cpu = pb::DeviceStatus {
+            name: "cpu".into(),
+            in_service: true,
+            ..pb::DeviceStatus::default()
+        };
+        let fresh = pb::DeviceStatus {
+            proving_mode: String::new(),
+            ..gpu.clone()
+        };
+        let status = |d: Vec<pb::DeviceStatus>| pb::GetStatusResponse {
+            devices: d,
+            ..pb::GetStatusResponse::default()
+        };
+        let out = render(&status(vec![gpu, cpu]));
+        assert!(
+            out.contains(
+                "    vram 22.0 of 24.0 GiB, proving mode: srs streamed, 1 lean worker \
+                 (16777216-point chunks)\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(out.matches("vram").count(), 1, "the cpu has none: {out}");
+        // Before its first shape a GPU has no mode yet.
+        let out = render(&status(vec![fresh]));
+        assert!(out.contains("    vram 22.0 of 24.0 GiB\n"), "{out}");
+    }
 }
