@@ -7,7 +7,7 @@
 //! the next call with its copies still in flight: a, b, c as soon as they are enqueued,
 //! the witness once it went up, and the next taker waits for those copies. A lean slot is
 //! split when it can be ([`WitnessAt::Split`]): the L and A scalars go up as soon as the
-//! quotient is done, so their sums run between the H sum's chunks (`run.rs`), and the B
+//! quotient is done, so their sums run between the H sum's chunks (`streamed.rs`), and the B
 //! scalars once the H sum has read the quotient; so the witness is staged in two buffers.
 //! The stagings together are the size of the one a slot would hold, so staging ahead costs
 //! no host memory.
