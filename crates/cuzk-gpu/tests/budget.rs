@@ -304,6 +304,12 @@ fn two_workers_on_one_slot_stage_ahead_and_prove_what_the_cpu_proves() {
         );
         assert!(b.vram_used_bytes() <= b.vram_budget_bytes());
         assert_eq!(b.slots_made(), 1);
+        // How many calls found their a, b, c sent by the previous prove (timing decides).
+        println!(
+            "lean {lean}: a, b, c of {} of {} calls handed over",
+            b.abc_handovers(),
+            asgs.len()
+        );
     }
 }
 

@@ -339,6 +339,12 @@ impl GpuBackend {
         self.srs.bytes()
     }
 
+    /// Calls whose a, b, c the slot's previous holder sent before it was done with the
+    /// slot (`ahead.rs`'s hand-over) so far.
+    pub fn abc_handovers(&self) -> u64 {
+        self.ahead.handed.load(Ordering::Relaxed)
+    }
+
     /// SRS uploads made so far (a second prove with the same SRS makes none).
     pub fn srs_uploads(&self) -> u64 {
         self.srs.uploads()

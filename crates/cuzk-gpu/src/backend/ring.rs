@@ -72,17 +72,28 @@ impl RingSum<'_, '_> {
 /// the first `head` chunks of sum 0, then always the next chunk of the sum least far
 /// along, sum s > 0 taking none before sum 0 has done `after[s]` of its chunks (the lower
 /// index on a tie). How far along a sum is is measured on sum 0's chunks: sum s spreads its
-/// chunks evenly over those of sum 0 from its `after[s]`-th on, so a sum held back does
-/// not run its chunks in a burst once it may start. With sum 0 the compute-bound H sum and
+/// chunks evenly over those of sum 0 from its `after[s]`-th to its `until[s]`-th (all of
+/// them when not given), so a sum held back does not run its chunks in a burst once it may
+/// start, and a sum brought forward is done by then. With sum 0 the compute-bound H sum and
 /// the others the copy-bound L, A and B sums, the copies of the others' points run while
-/// H's chunks are summed; the head covers the upload of their scalars, and `after` the
-/// B scalars' wait for their place (the quotient's coefficients the H sum reads first).
-pub fn interleave_order(chunks: &[usize], head: usize, after: &[usize]) -> Vec<(usize, usize)> {
+/// H's chunks are summed; the head covers the upload of their scalars, `after` the B
+/// scalars' wait for their place (the quotient's coefficients the H sum reads first), and
+/// `until` frees the L scalars' place (over a) for the next partition's a before the end.
+pub fn interleave_order(
+    chunks: &[usize],
+    head: usize,
+    after: &[usize],
+    until: &[usize],
+) -> Vec<(usize, usize)> {
     let total: usize = chunks.iter().sum();
     let c0 = chunks.first().copied().unwrap_or(0);
     let after = |s: usize| match s {
         0 => 0,
         _ => after.get(s).copied().unwrap_or(0).min(c0),
+    };
+    let until = |s: usize| match s {
+        0 => c0,
+        _ => until.get(s).copied().unwrap_or(c0).clamp(after(s), c0),
     };
     let mut done = vec![0usize; chunks.len()];
     let mut order = Vec::with_capacity(total);
@@ -93,14 +104,14 @@ pub fn interleave_order(chunks: &[usize], head: usize, after: &[usize]) -> Vec<(
         done[0] = head.min(c0);
     }
     // Sum s's progress on sum 0's chunks, as a fraction num / den: after(s) + its done
-    // fraction of the rest (the plain done fraction when sum 0 has no chunks).
+    // fraction of its span to until(s) (the plain done fraction when sum 0 has no chunks).
     let progress = |s: usize, done: &[usize]| -> (u128, u128) {
         let (d, n) = (done[s] as u128, chunks[s] as u128);
         match c0 {
             0 => (d, n),
             _ => {
-                let (a, c) = (after(s) as u128, c0 as u128);
-                (a * n + d * (c - a), c * n)
+                let (a, u, c) = (after(s) as u128, until(s) as u128, c0 as u128);
+                (a * n + d * (u - a), c * n)
             }
         }
     };
@@ -366,7 +377,7 @@ mod tests {
             (vec![64, 32, 32, 8, 16], 4, vec![0, 0, 0, 18, 18]),
             (vec![8, 16, 16, 4, 8], 2, vec![0, 0, 0, 6, 6]),
         ] {
-            let order = interleave_order(&chunks, head, &after);
+            let order = interleave_order(&chunks, head, &after, &[]);
             assert_eq!(order.len(), chunks.iter().sum::<usize>());
             for (s, &n) in chunks.iter().enumerate() {
                 let mine: Vec<usize> = order.iter().filter(|o| o.0 == s).map(|o| o.1).collect();
@@ -388,7 +399,7 @@ mod tests {
         // 2^27 in 2^22-point H chunks, the split sums' twice as large, B held back until H
         // has done 10: B in G1 (4 chunks) and B in G2 (8) between H's last 22, never more
         // than three of theirs in a row.
-        let order = interleave_order(&[32, 16, 16, 4, 8], 4, &[0, 0, 0, 10, 10]);
+        let order = interleave_order(&[32, 16, 16, 4, 8], 4, &[0, 0, 0, 10, 10], &[]);
         let first_b = order.iter().position(|o| o.0 >= 3).expect("a B chunk");
         let h_before = order[..first_b].iter().filter(|o| o.0 == 0).count();
         // Held back for 10; on the tie at 10 (both a third along) H goes first.
@@ -403,9 +414,33 @@ mod tests {
     }
 
     #[test]
+    fn sums_brought_forward_are_done_by_their_until() {
+        // 2^27 in 2^24-point H chunks (8), L and A (16 each) done once H has done 7, B held
+        // back until H has done 4: the last L and A chunks come before H's 8th, B's after.
+        let (chunks, after, until) = ([8, 16, 16, 4, 8], [0, 0, 0, 4, 4], [8, 7, 7, 8, 8]);
+        let order = interleave_order(&chunks, 2, &after, &until);
+        assert_eq!(order.len(), 52);
+        let at = |o: &[(usize, usize)], h| o.iter().position(|&x| x == (0, h)).expect("H");
+        let last = |o: &[(usize, usize)], s| o.iter().rposition(|x| x.0 == s).expect("chunk");
+        let h8 = at(&order, 7);
+        assert!(last(&order, 1) < h8 && last(&order, 2) < h8, "{order:?}");
+        assert!(last(&order, 1) > at(&order, 6), "{order:?}");
+        assert!(last(&order, 3) > h8 && last(&order, 4) > h8, "{order:?}");
+        // Without until, L runs to the end as before.
+        let plain = interleave_order(&chunks, 2, &after, &[]);
+        assert!(last(&plain, 1) > at(&plain, 7), "{plain:?}");
+        // An until below the gate runs the sum in a burst once its gate is passed (after
+        // H's chunk on the tie).
+        let burst = interleave_order(&[4, 2, 2], 1, &[0, 3, 0], &[4, 1, 4]);
+        let first_l = burst.iter().position(|o| o.0 == 1).expect("L");
+        assert_eq!(burst[first_l + 1].0, 1, "{burst:?}");
+        assert!(burst[..first_l].iter().filter(|o| o.0 == 0).count() >= 3);
+    }
+
+    #[test]
     fn the_interleave_spreads_the_h_chunks_evenly() {
         // 2^27 in 2^22-point chunks: H, L, A.
-        let order = interleave_order(&[32, 32, 31], 4, &[]);
+        let order = interleave_order(&[32, 32, 31], 4, &[], &[]);
         // After the head, no two H chunks are more than three others apart, and the last
         // H chunk is among the last few.
         let h_at: Vec<usize> = order
