@@ -477,6 +477,14 @@ impl Backend for GpuBackend {
         self.chosen_fit().map(|f| f.to_string()).unwrap_or_default()
     }
 
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("abc handed over", self.abc_handovers()),
+            ("abc by the host", self.host_abc_calls()),
+            ("ring slots", self.last_ring_slots() as u64),
+        ]
+    }
+
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
         self.preload(srs).map_err(|e| BackendError::Device {
             device: format!("gpu:{}", self.dev.ordinal()),
