@@ -322,6 +322,8 @@ impl GpuBackend {
         }
         match next.sent.take_if(|(sent, _)| *sent == id) {
             Some((_, sent)) => {
+                // The slot is this call's: the calls held back for it may go on.
+                self.ahead.lent.notify_all();
                 *abc = AbcUp::Handed;
                 sent.map_err(GpuError::Internal)
             }
@@ -329,6 +331,29 @@ impl GpuBackend {
                 "a, b, c of call {id} lent to the slot's holder and lost"
             ))),
         }
+    }
+
+    /// Waits while the slot's holder has sent another call's a, b, c into the slot and that
+    /// call has not taken it yet (`mine`: this call's lend, if any). The slot is that
+    /// call's next: a call taking it first would copy its own a, b, c over them, and the
+    /// handed call would then prove with those. The worker that just gave the slot back
+    /// may come round with a call filled in microseconds (a small shape) before the handed
+    /// call wakes, and a third worker may be waiting for the slot already. The handed call
+    /// takes the slot once the holder gives it back and then lets the others on
+    /// (`reclaim_abc`).
+    fn wait_for_handed_call(&self, mine: Option<u64>) {
+        let mut next = self.ahead.next.lock();
+        while next.sent.as_ref().is_some_and(|(id, _)| Some(*id) != mine) {
+            self.ahead.lent.wait(&mut next);
+        }
+    }
+
+    /// Whether the slot is another call's, its a, b, c sent into it (checked after taking
+    /// the slot: the holder sends them before it gives the slot back, so a call that got
+    /// the slot afterwards sees them).
+    fn handed_to_another(&self, mine: Option<u64>) -> bool {
+        let next = self.ahead.next.lock();
+        next.sent.as_ref().is_some_and(|(id, _)| Some(*id) != mine)
     }
 
     /// Called by a prove staged ahead once every copy of its own is done and every kernel
@@ -465,9 +490,19 @@ impl GpuBackend {
             AbcUp::Staged(g) => self.lend_abc(g, &shape, at, events()?),
             _ => None,
         };
-        let slot = self
-            .slots
-            .take(dev, &self.pinned, &shape, shape.bytes(), slot_bytes);
+        // The slot, unless the holder has sent another call's a, b, c into it: then that
+        // call's (a call that got it first gives it back and waits).
+        let slot = loop {
+            self.wait_for_handed_call(lent);
+            let slot = self
+                .slots
+                .take(dev, &self.pinned, &shape, shape.bytes(), slot_bytes);
+            if slot.is_ok() && self.handed_to_another(lent) {
+                drop(slot);
+                continue;
+            }
+            break slot;
+        };
         let abc_done = match lent {
             Some(id) => self.reclaim_abc(id, &mut abc)?,
             None => events()?,
