@@ -12,12 +12,15 @@
 //! The stagings together are the size of the one a slot would hold, so staging ahead costs
 //! no host memory.
 //!
-//! A call whose a, b, c are staged lends them to the hand-over while it waits for the slot.
-//! The slot's holder, once every copy of its ring (`streamed.rs`) is done, sends them, or
-//! waits for them until its own kernels are done (the next call fills them for ~1.4 s at
-//! 2^27, longer than the holder takes to enqueue its ring): a as soon as its kernels are done with a's place (after the quotient in a full
-//! slot, after its last L sum in a split one, whose ring runs the L and A sums in the first
-//! seven eighths of the H sum's chunks), b and c after its last sum. The copy stream then
+//! In a split slot, a call whose a, b, c are staged lends them to the hand-over while it
+//! waits for the slot. The slot's holder, once every copy of its ring (`streamed.rs`) is
+//! done, sends them, or waits for them until its own kernels are done (the next call fills
+//! them for ~1.4 s at 2^27, longer than the holder takes to enqueue its ring): a as soon as
+//! its kernels are done with a's place (after its last L sum; the ring runs the L and A
+//! sums in the first seven eighths of the H sum's chunks), b and c after its last sum. In a
+//! full slot that made the next quotient wait ~340 ms for b and c at 2^27, where the next
+//! call enqueues them itself once it has the slot; with the witness over a, b, c the L
+//! scalars hold a's place until the last L sum: neither hands over. The copy stream then
 //! waits only on events of kernels that wait on copies ahead of these, never behind them
 //! (`../shared/lessons.md`'s pre-staging deadlock), and the next quotient finds a on the
 //! device instead of waiting ~77 ms for it at 2^27. A call that finds its a, b, c still in
@@ -486,8 +489,14 @@ impl GpuBackend {
                 dev.timing_event()?,
             ])
         };
+        // Split slots only (module docs): a full slot's b and c would go up only once
+        // the holder's last sum is done, ~340 ms of copies at 2^27 that the next quotient
+        // then waits for, where the call that takes the slot enqueues them itself as soon
+        // as the holder gives it back (an H100 with 80 GB: a cycle of 2,430 ms with the
+        // hand-over, 2,097 without; docs/runs/2026-12-06.md); and a slot whose witness
+        // goes over a, b, c has the L scalars in a's place until its last L sum.
         let lent = match &mut abc {
-            AbcUp::Staged(g) => self.lend_abc(g, &shape, at, events()?),
+            AbcUp::Staged(g) if at == WitnessAt::Split => self.lend_abc(g, &shape, at, events()?),
             _ => None,
         };
         // The slot, unless the holder has sent another call's a, b, c into it: then that

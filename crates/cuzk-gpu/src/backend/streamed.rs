@@ -124,7 +124,7 @@ impl GpuBackend {
             copy_ready(ring, &mut copies, 0)?;
             let span = ring.span_begin(dev, "quotient")?;
             self.quotient(work, ready)?;
-            if !split || last_l.is_none() {
+            if split && last_l.is_none() {
                 dev.record(&a_free)?;
             }
             ring.span_end(dev, span)?;
@@ -180,7 +180,8 @@ impl GpuBackend {
         // filled them, until this prove's kernels are done. On the dev VM's unit test the
         // next call lent them before this prove had enqueued its copies; at 2^27 it fills
         // them for 1.4 s and lent them long after (no hand-over in 19 proves on an H100).
-        if ahead {
+        // Split slots only: `compute_ahead` lends nothing for others.
+        if ahead && split {
             self.hand_over(call, work.vecs, &a_free)?;
         }
         let out = self.finish(plan, shape, &work.outputs.results, timer, None, report);
