@@ -206,6 +206,7 @@ impl Device {
             vram_budget_bytes: self.spec.backend.vram_budget_bytes(),
             vram_used_bytes: self.spec.backend.vram_used_bytes(),
             proving_mode: self.spec.backend.proving_mode(),
+            counters: self.spec.backend.counters(),
             workers: self.workers,
             busy: self.busy(),
             current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),

@@ -30,6 +30,8 @@ pub struct DeviceStatus {
     /// How the backend proves (the GPU's mode within its budget, e.g. "srs streamed, 1
     /// lean worker (2097152-point chunks)"); empty before the first shape or for the CPU.
     pub proving_mode: String,
+    /// The backend's counts of how its proves went (`Backend::counters`), for benchmarks.
+    pub counters: Vec<(&'static str, u64)>,
     /// Prove workers on it.
     pub workers: usize,
     /// Time spent under its compute token since start.

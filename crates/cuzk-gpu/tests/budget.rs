@@ -309,6 +309,16 @@ fn two_workers_on_one_slot_stage_ahead_and_prove_what_the_cpu_proves() {
         );
         holds_its_budget(&b);
         assert_eq!(b.slots_made(), 1);
+        // How many calls found their a, b, c sent by the previous prove (timing decides);
+        // a full slot never hands over (`ahead.rs`).
+        if !lean {
+            assert_eq!(b.abc_handovers(), 0, "a full slot handed a, b, c over");
+        }
+        println!(
+            "lean {lean}: a, b, c of {} of {} calls handed over",
+            b.abc_handovers(),
+            asgs.len()
+        );
     }
 }
 
@@ -369,4 +379,53 @@ fn a_smaller_shape_between_a_larger_ones_proves_in_its_slot_and_budget() {
     holds_its_budget(&b);
     proves(&b, &big_srs, &big, seed);
     proves(&b, &small_srs, &small, seed);
+}
+
+// The ring of a streamed SRS's sums takes one or two more chunk buffers where the budget
+// leaves room beside the mode (`deeper_ring`): none with no room (8 slots), two with
+// plenty (16), and every prove's sums equal the CPU's. See: #26.
+#[test]
+fn room_beside_the_mode_deepens_the_ring_and_it_proves_what_the_cpu_proves() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let chunk = cuzk_gpu::backend::MIN_STREAM_CHUNK;
+    let (srs, asg) = circuit(&dev, 21, seed);
+    let config = |budget| GpuBackendConfig {
+        vram_budget_bytes: Some(budget),
+        stream_chunk_points: chunk,
+        residency: cuzk_gpu::Residency::Streamed,
+        ..GpuBackendConfig::default()
+    };
+    let costs = GpuBackend::with_config(dev.clone(), config(u64::MAX)).costs_of(&srs);
+    let buf = (chunk as u64) * 192;
+    let cpu = CpuBackend::new()
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("cpu");
+    for (extra, want) in [(0, Some(8)), (buf + buf / 2, None), (40 * buf, Some(16))] {
+        let budget = costs.plan_streamed + costs.slot_full + extra;
+        let b = GpuBackend::with_config(dev.clone(), config(budget));
+        for round in 0..2 {
+            let gpu = b
+                .compute(&asg, &srs, &mut ProveReport::default())
+                .unwrap_or_else(|e| panic!("seed {seed} extra {extra} round {round}: {e}"));
+            assert!(
+                gpu == cpu,
+                "seed {seed} extra {extra} round {round}: sums differ"
+            );
+        }
+        let fit = b.chosen_fit().expect("a mode was chosen");
+        assert!(
+            !fit.srs_resident && !fit.lean && fit.workers == 1,
+            "{fit:?}"
+        );
+        let slots = b.last_ring_slots();
+        // Between the two, the H sum's kept buckets may take the room first.
+        match want {
+            Some(n) => assert_eq!(slots, n, "extra {extra}"),
+            None => assert!(matches!(slots, 8 | 12 | 16), "{slots}"),
+        }
+        println!("extra {extra} bytes: a ring of {slots} slots");
+        assert!(b.vram_used_bytes() <= b.vram_budget_bytes());
+        proves(&b, &srs, &asg, seed);
+    }
 }

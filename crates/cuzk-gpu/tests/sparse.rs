@@ -194,7 +194,9 @@ fn products_match_the_cpu_on_a_recorded_circuit() {
 
 /// The GPU backend proves a deferred assignment to the proof of the evaluated one (same r,
 /// s): with room, a, b, c on the device from matrices uploaded once and kept; without
-/// room (a VRAM budget of 0, the SRS streamed), a, b, c on the CPU. See: #17.
+/// room (a VRAM budget of 0, the SRS streamed), a, b, c on the CPU; with the SRS streamed
+/// and room, on the device for a call alone in the backend and on the CPU for one beside
+/// others (`AbcBy::Load`), the proofs the same either way. See: #17, #26.
 #[test]
 fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
     use cuzk_gpu::{GpuBackend, GpuBackendConfig, Residency};
@@ -215,21 +217,60 @@ fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
     // Room for one full worker with a streamed SRS, none for the matrices.
     let costs = GpuBackend::with_config(dev.clone(), config(u64::MAX)).costs_of(&srs);
     let tight = GpuBackend::with_config(dev.clone(), config(costs.plan_streamed + costs.slot_full));
+    let streamed = GpuBackend::with_config(dev.clone(), config(u64::MAX));
+    let mut cases = Vec::new();
     for w in [1u64, 2] {
         let inst = c.with_witness_seed(seed ^ w);
         let evaluated = synthesize(inst).expect("synthesizes");
         let deferred = r1cs.assign_deferred(inst).expect("assigns");
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        for b in [&roomy, &tight] {
+        for b in [&roomy, &tight, &streamed] {
             let (want, _) = prove(&evaluated, &srs, r, s, b).expect("proves evaluated");
             let (got, _) = prove(&deferred, &srs, r, s, b).expect("proves deferred");
             assert_eq!(got, want, "seed {seed} witness {w} {}", b.name());
             let ok = verify(&srs.vk, &got, &deferred.input_assignment[1..]).expect("verifier");
             assert!(ok, "seed {seed} witness {w}: proof rejected");
         }
+        cases.push((deferred, r, s));
     }
     assert_eq!(roomy.matrices_uploads(), 1, "uploaded once, then kept");
     assert!(roomy.matrices_device_bytes() > 0);
+    assert_eq!(
+        roomy.host_abc_calls(),
+        0,
+        "a resident srs: a, b, c on the device"
+    );
     assert_eq!(tight.matrices_uploads(), 0, "no room: evaluated on the cpu");
     assert_eq!(tight.matrices_device_bytes(), 0);
+    assert_eq!(tight.host_abc_calls(), 2);
+    assert_eq!(
+        streamed.matrices_uploads(),
+        1,
+        "alone: a, b, c on the device"
+    );
+    assert_eq!(streamed.host_abc_calls(), 0);
+    // Four threads at once: whichever comes beside another takes the cpu's products.
+    let want: Vec<_> = cases
+        .iter()
+        .map(|(d, r, s)| prove(d, &srs, *r, *s, &roomy).expect("proves").0)
+        .collect();
+    std::thread::scope(|sc| {
+        for t in 0..4 {
+            let (cases, want, streamed, srs) = (&cases, &want, &streamed, &srs);
+            sc.spawn(move || {
+                for i in 0..3 {
+                    let k = (t + i) % cases.len();
+                    let (d, r, s) = &cases[k];
+                    let (got, _) = prove(d, srs, *r, *s, streamed)
+                        .unwrap_or_else(|e| panic!("seed {seed} thread {t} call {i}: {e}"));
+                    assert_eq!(got, want[k], "seed {seed} thread {t} call {i}");
+                }
+            });
+        }
+    });
+    // Timing decides how many; printed with --nocapture.
+    println!(
+        "streamed srs: a, b, c of {} of 12 concurrent deferred calls by the cpu",
+        streamed.host_abc_calls()
+    );
 }

@@ -296,6 +296,13 @@ pub trait Backend: Send + Sync {
         String::new()
     }
 
+    /// Counts of how the backend's proves went, by name, for benchmarks (the GPU
+    /// backend's hand-overs of a, b, c between calls, the calls whose a, b, c the host
+    /// evaluated, the slots of its last ring); empty for a backend without.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// Makes `srs` resident in the device's memory when the backend keeps parameters
     /// there; returns its device bytes (0 when it does not, or streams them).
     ///

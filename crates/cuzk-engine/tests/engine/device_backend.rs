@@ -34,6 +34,8 @@ struct StandInDevice {
     from_file: std::sync::atomic::AtomicUsize,
     /// Whether it was ever handed an SRS with its points in host memory.
     saw_points: std::sync::atomic::AtomicBool,
+    /// Compute calls so far (its one counter).
+    computes: std::sync::atomic::AtomicU64,
 }
 
 fn key(srs: &Srs) -> [u8; 32] {
@@ -53,6 +55,8 @@ impl Backend for StandInDevice {
     ) -> Result<MsmOutputs, BackendError> {
         std::thread::sleep(Duration::from_millis(30));
         report.push(ProveStage::Upload, Duration::from_millis(30));
+        self.computes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let t = std::time::Instant::now();
         let _token = self.token.acquire();
         let wait = t.elapsed();
@@ -89,6 +93,11 @@ impl Backend for StandInDevice {
 
     fn host_pinned_bytes(&self) -> u64 {
         self.pinned
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let n = self.computes.load(std::sync::atomic::Ordering::Relaxed);
+        vec![("computes", n)]
     }
 
     fn proving_mode(&self) -> String {
@@ -147,6 +156,7 @@ fn stand_in_device(pinned: u64, workers: usize, streams: bool) -> (Arc<StandInDe
         streams,
         from_file: Default::default(),
         saw_points: Default::default(),
+        computes: Default::default(),
     });
     let device = DeviceSpec {
         name: "gpu:0".into(),
@@ -190,6 +200,7 @@ fn device_tier_and_backend_token_hold() {
         gpu.map(|d| d.proving_mode.as_str()),
         Some("stand-in resident")
     );
+    assert_eq!(gpu.map(|d| d.counters.clone()), Some(vec![("computes", 0)]));
 
     let request = ProofRequest {
         vanilla_proof: SyntheticSpec {
@@ -219,6 +230,10 @@ fn device_tier_and_backend_token_hold() {
         panic!("no outcome in 300 s");
     };
     assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    // The status carries the backend's counters: a call a partition.
+    let status = engine.status();
+    let gpu = status.devices.iter().find(|d| d.name == "gpu:0");
+    assert_eq!(gpu.map(|d| d.counters.clone()), Some(vec![("computes", 4)]));
 
     // Each partition's compute interval starts after the backend's own upload + wait.
     let (events, _) = engine.timeline(0);

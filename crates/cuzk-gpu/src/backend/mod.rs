@@ -37,7 +37,7 @@ pub mod slots;
 mod streamed;
 pub mod sums;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use cuzk_groth16::{
@@ -162,6 +162,32 @@ pub struct GpuBackend {
     host_products_logged: AtomicBool,
     /// The stagings of a mode with one slot and more workers (`ahead.rs`).
     ahead: ahead::Ahead,
+    /// Calls inside [`Backend::compute`] now: the load [`budget::AbcBy::Load`] reads.
+    calls_in: AtomicUsize,
+    /// Deferred assignments whose a, b, c the host evaluated (the others' the device).
+    host_abc_calls: AtomicU64,
+    /// Slots of the last streamed prove's ring (0 before any; `streamed.rs`).
+    ring_slots: AtomicUsize,
+}
+
+/// One call counted in [`GpuBackend::calls_in`] while it lives.
+struct CallIn<'b> {
+    calls: &'b AtomicUsize,
+    /// Calls that were in the backend when this one came.
+    others: usize,
+}
+
+impl<'b> CallIn<'b> {
+    fn enter(calls: &'b AtomicUsize) -> CallIn<'b> {
+        let others = calls.fetch_add(1, Ordering::AcqRel);
+        CallIn { calls, others }
+    }
+}
+
+impl Drop for CallIn<'_> {
+    fn drop(&mut self) {
+        self.calls.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The arena of the prove plans (NTT tables, scratch, results) all workers share under the
@@ -205,6 +231,9 @@ impl GpuBackend {
             fit: Mutex::new(Fits::default()),
             host_products_logged: AtomicBool::new(false),
             ahead: ahead::Ahead::default(),
+            calls_in: AtomicUsize::new(0),
+            host_abc_calls: AtomicU64::new(0),
+            ring_slots: AtomicUsize::new(0),
         }
     }
 
@@ -289,6 +318,17 @@ impl GpuBackend {
         self.matrices.uploads()
     }
 
+    /// Deferred assignments proved here whose a, b, c the host evaluated.
+    pub fn host_abc_calls(&self) -> u64 {
+        self.host_abc_calls.load(Ordering::Relaxed)
+    }
+
+    /// Slots of the ring of the last prove that streamed its sums through one (four a
+    /// chunk buffer: 8 with the plan's two, up to 16 where the budget has room); 0 before.
+    pub fn last_ring_slots(&self) -> usize {
+        self.ring_slots.load(Ordering::Relaxed)
+    }
+
     /// Worker slots made so far (at preload, or by the first proves).
     pub fn slots_made(&self) -> usize {
         self.slots.made()
@@ -297,6 +337,12 @@ impl GpuBackend {
     /// Device bytes held by resident SRSs.
     pub fn resident_bytes(&self) -> u64 {
         self.srs.bytes()
+    }
+
+    /// Calls whose a, b, c the slot's previous holder sent before it was done with the
+    /// slot (`ahead.rs`'s hand-over) so far.
+    pub fn abc_handovers(&self) -> u64 {
+        self.ahead.handed.load(Ordering::Relaxed)
     }
 
     /// SRS uploads made so far (a second prove with the same SRS makes none).
@@ -372,13 +418,16 @@ impl Backend for GpuBackend {
             },
         };
         // A deferred assignment's a, b, c come from its recorded matrices on the device,
-        // or, when they do not fit, from the CPU products, evaluated row by row straight
-        // into the pinned staging (`prepare.rs`).
+        // or, when they do not fit or the mode leaves them to the host (`AbcBy`), from the
+        // CPU products, evaluated row by row straight into the pinned staging
+        // (`prepare.rs`).
+        let call_in = CallIn::enter(&self.calls_in);
         let matrices = match asg.deferred() {
             None => None,
-            Some(r1cs) => match self.matrices_for(r1cs, &shape, srs) {
+            Some(r1cs) => match self.matrices_for(r1cs, &shape, srs, call_in.others) {
                 Ok(Some(m)) => Some(m),
                 Ok(None) => {
+                    self.host_abc_calls.fetch_add(1, Ordering::Relaxed);
                     r1cs.check_witness(&asg.input_assignment, &asg.aux_assignment)
                         .map_err(|e| BackendError::Mismatch {
                             what: e.to_string(),
@@ -387,7 +436,7 @@ impl Backend for GpuBackend {
                         tracing::info!(
                             gpu = self.dev.ordinal(),
                             rows = r1cs.n_rows(),
-                            "recorded matrices not in vram: a, b, c evaluated on the cpu into the staging"
+                            "a, b, c evaluated on the cpu into the staging (the recorded matrices not in vram, or left to the host by the mode or the load)"
                         );
                     }
                     None
@@ -426,6 +475,14 @@ impl Backend for GpuBackend {
 
     fn proving_mode(&self) -> String {
         self.chosen_fit().map(|f| f.to_string()).unwrap_or_default()
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("abc handed over", self.abc_handovers()),
+            ("abc by the host", self.host_abc_calls()),
+            ("ring slots", self.last_ring_slots() as u64),
+        ]
     }
 
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {

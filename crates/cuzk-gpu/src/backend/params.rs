@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use cuzk_groth16::{ProveStage, Srs};
 
+use super::budget::AbcBy;
 use super::matrices::ResidentMatrices;
 use super::prepare::shape_of_srs;
 use super::residency::{fingerprint, resident_size, Admit, ResidentSrs};
@@ -54,7 +55,7 @@ impl GpuBackend {
         // prove that needs more re-makes them as before. Without room they are made by
         // the first proves instead.
         let t = std::time::Instant::now();
-        let device_abc = fit.srs_resident && !fit.lean && !crate::tuning::tuning().host_abc;
+        let device_abc = fit.abc_by(crate::tuning::tuning().host_abc) == AbcBy::Device;
         let ahead = self.stages_ahead(fit.workers);
         // A slot fed by stagings ahead of it holds none itself.
         let staged_from = match ahead {
@@ -217,22 +218,26 @@ impl GpuBackend {
         }
     }
 
-    /// The resident matrices of `r1cs` for a prove of `shape` with `srs`, uploading them
-    /// when they fit the budget beside what the shape's mode holds and still makes (the SRS
-    /// is made resident first when the mode keeps it so: the SRS comes before the
-    /// matrices). `Ok(None)`: they do not fit, or the mode is lean (whose slots take the
-    /// witness only after the quotient, while the matrices would read it before).
+    /// The resident matrices of `r1cs` for a prove of `shape` with `srs` while `others`
+    /// other calls are in the backend, uploading them when they fit the budget beside what
+    /// the shape's mode holds and still makes (the SRS is made resident first when the
+    /// mode keeps it so: the SRS comes before the matrices). `Ok(None)`: they do not fit,
+    /// or the mode leaves this call's a, b, c to the host ([`AbcBy`]).
     pub(super) fn matrices_for(
         &self,
         r1cs: &cuzk_groth16::recorded::R1cs,
         shape: &SlotShape,
         srs: &Srs,
+        others: usize,
     ) -> Result<Option<Arc<ResidentMatrices>>> {
+        let by = self
+            .fit(srs, shape)?
+            .abc_by(crate::tuning::tuning().host_abc);
+        if !by.on_device(others) {
+            return Ok(None);
+        }
         if let Some(m) = self.matrices.find(r1cs.id()) {
             return Ok(Some(m));
-        }
-        if self.fit(srs, shape)?.lean || crate::tuning::tuning().host_abc {
-            return Ok(None);
         }
         self.resident_for(srs, shape)?;
         self.matrices.get_or_load(&self.dev, r1cs, |need| {

@@ -274,6 +274,9 @@ pub struct ProvePlan {
     pub scratch: [Span; 2],
     /// The two chunk buffers of a streamed SRS.
     pub chunk_bufs: Option<[Span; 2]>,
+    /// More chunk buffers of the same size for the ring of a streamed SRS's sums, where
+    /// the budget has room ([`ProvePlan::with_more_bufs`]; none from [`ProvePlan::new`]).
+    pub more_bufs: Vec<Span>,
     /// The results region, downloaded once.
     pub results: Span,
     /// The accumulators of the split sums streamed in several chunks (zeroed before the
@@ -410,10 +413,35 @@ impl ProvePlan {
             ntt_bytes,
             scratch,
             chunk_bufs,
+            more_bufs: Vec::new(),
             results,
             accs,
             total: at,
         }
+    }
+
+    /// This plan with `extra` more chunk buffers after its other regions (a streamed SRS
+    /// only; a resident one's plan is returned as it is). The ring of the five sums then
+    /// has 4 more slots a buffer, and its copies run that much further ahead of the sums:
+    /// at 16 GiB (2^21-point chunks, the split sums' a whole buffer) `bench/ring_sim.py`
+    /// models the compute stream's waits at 189 ms a partition with two buffers, 14 with
+    /// three and none with four.
+    pub fn with_more_bufs(mut self, extra: usize) -> ProvePlan {
+        let Some([Span { bytes, .. }, _]) = self.chunk_bufs else {
+            return self;
+        };
+        for _ in 0..extra {
+            let off = self.total.next_multiple_of(ALIGN);
+            self.more_bufs.push(Span { off, bytes });
+            self.total = (off + bytes).next_multiple_of(ALIGN);
+        }
+        self
+    }
+
+    /// Every chunk buffer of a streamed SRS's ring: the two, then the more.
+    pub fn ring_bufs(&self) -> Vec<Span> {
+        let two = self.chunk_bufs.into_iter().flatten();
+        two.chain(self.more_bufs.iter().copied()).collect()
     }
 
     /// Whether the witness sums run on a second stream.
@@ -423,10 +451,13 @@ impl ProvePlan {
 }
 
 /// Window widths of the others' MSM with accumulators: its buckets live through the whole
-/// sum, so the plan keeps them small (13: 20 windows of 2^12 buckets, 15.7 MB in G1),
-/// and 8 for a few others. The widths between leave the top window under 8 bits (see
-/// `window_bits`).
-const ACC_WIDTHS: [u32; 2] = [8, 13];
+/// sum, so the plan keeps them small (13: 20 windows of 2^12 buckets, 15.7 MB in G1).
+/// Only 13: with 8 for a few others (32 windows) the sort of a chunk's others had to be
+/// sized for 32 windows of every point, 185 MB more at 2^22 points (the split chunks with
+/// 16 GiB free), which a third chunk buffer of the ring now takes (`run.rs`,
+/// `deeper_ring`). The buckets are reduced once a sum, so 13 costs a few hundred
+/// bucket additions more a chunk than 8 where the others are few.
+const ACC_WIDTHS: [u32; 1] = [13];
 
 /// The largest `f` of the plain shapes of [`ACC_WIDTHS`]: what a split sum's accumulators
 /// and scratch are sized for, whatever width the counts give it.
@@ -660,10 +691,11 @@ mod tests {
         for w in spans.windows(2) {
             assert!(w[0].0 + w[0].1 <= w[1].0);
         }
-        // Whole length unknown: 13 bits; a handful of others: 8. The arena is the same.
+        // Whole length unknown or a handful of others: 13 bits, the one width the sort
+        // is sized for. The arena is the same.
         assert_eq!(cold.sums[Query::L as usize].c, 13);
         let few = plan(streamed, Some([100, 100, 100, 100]));
-        assert_eq!(few.sums[Query::L as usize].c, 8);
+        assert_eq!(few.sums[Query::L as usize].c, 13);
         assert_eq!(cold.total, few.total);
         let resident = Placement::Resident {
             lanes: false,
@@ -775,12 +807,13 @@ mod tests {
             .iter()
             .all(|x| x.chunk * x.group.affine_bytes() <= slot));
         // Their scratch is that of 2^23-point chunks, so the whole fits 24 GiB less the
-        // 1 GiB reserve, as 2^23-point chunks did (18.83 GB, measured).
+        // 1 GiB reserve, as 2^23-point chunks did (18.83 GB measured, the NTT's direct
+        // twist tables at 2^27 (w_18^±j, 2 × 8 MiB) since; 386.8 MB less since the split
+        // sums' sort is sized for one accumulator width).
         let lean = s.device_bytes(true) as u64;
-        // Plus the NTT's direct twist tables at 2^27 (w_18^±j): 2 × 8 MiB.
         assert_eq!(
             lean + streamed(1 << 23).total as u64,
-            18_832_354_304 + twists_27()
+            18_832_354_304 + twists_27() - 386_776_576
         );
         assert!(p.scratch[0].bytes <= streamed(1 << 23).scratch[0].bytes.max(h.scratch_bytes()));
         assert!(lean + (p.total as u64) < (23u64 << 30));
@@ -819,11 +852,13 @@ mod tests {
         );
         let (fit16, _) = choose_among(&options, 15_550_000_000, 2).expect("fits 16 GiB");
         assert_eq!((fit16.workers, fit16.chunk), (1, 1 << 21));
-        assert_eq!(
-            fit16.bytes,
-            15_175_342_080 + twists_27(),
-            "as before the cap"
-        );
+        // 15.19 GB measured with the split sums' sort sized for two widths; 185.4 MB less
+        // with one, so a third chunk buffer of the ring (0.40 GB) fits beside the mode,
+        // not a fourth (`GpuBackend::deeper_ring`).
+        assert_eq!(fit16.bytes, 15_175_342_080 + twists_27() - 185_449_984);
+        let buf = (1u64 << 21) * G2_AFFINE_BYTES as u64;
+        assert!(fit16.bytes + buf <= 15_550_000_000);
+        assert!(fit16.bytes + 2 * buf > 15_553_134_592);
         // A 48 GB card and a whole 80 GB H100 (its budget measured less the reserve): one
         // full slot with the largest chunk, never a second streamed worker (`budget.rs`).
         for budget in [47_000_000_000, 83_943_751_680] {

@@ -20,16 +20,17 @@ use crate::device::{Device, Trace};
 use crate::error::{GpuError, Result};
 use crate::ops::msm::Group;
 
-/// Slots of a [`Ring`]: each of the two chunk buffers (sized for a chunk of G2 points)
-/// holds four, each half a chunk of G1 points. A chunk of the H sum takes two slots, as do
-/// the split sums' (L, A, B) in G1 and B in G2's of half as many points; streamed in small
-/// chunks, a split sum's chunk takes a whole buffer, four slots (`plan.rs`,
+/// Slots of one chunk buffer of a [`Ring`] (sized for a chunk of G2 points), each half a
+/// chunk of G1 points. A ring has two buffers, more where the budget leaves room for them
+/// (`ProvePlan::more_bufs`): eight slots or more. A chunk of the H sum takes two slots, as
+/// do the split sums' (L, A, B) in G1 and B in G2's of half as many points; streamed in
+/// small chunks, a split sum's chunk takes a whole buffer, four slots (`plan.rs`,
 /// `WIDE_SPLIT_BELOW`); streamed in chunks above `SPLIT_CHUNK_MAX`, a split sum's chunk
 /// takes one slot, so that the ring holds six of them beside an H chunk twice their size
 /// and their copies run under its sums.
-pub const RING: usize = 8;
-/// Slots of one chunk buffer.
-const PER_BUF: usize = RING / 2;
+pub const PER_BUF: usize = 4;
+/// Slots of a ring of the two buffers every streamed plan has.
+pub const RING: usize = 2 * PER_BUF;
 
 /// One sum streamed through a [`Ring`]: its plan, its host points (registered), and its
 /// scalars on the device.
@@ -71,17 +72,28 @@ impl RingSum<'_, '_> {
 /// the first `head` chunks of sum 0, then always the next chunk of the sum least far
 /// along, sum s > 0 taking none before sum 0 has done `after[s]` of its chunks (the lower
 /// index on a tie). How far along a sum is is measured on sum 0's chunks: sum s spreads its
-/// chunks evenly over those of sum 0 from its `after[s]`-th on, so a sum held back does
-/// not run its chunks in a burst once it may start. With sum 0 the compute-bound H sum and
+/// chunks evenly over those of sum 0 from its `after[s]`-th to its `until[s]`-th (all of
+/// them when not given), so a sum held back does not run its chunks in a burst once it may
+/// start, and a sum brought forward is done by then. With sum 0 the compute-bound H sum and
 /// the others the copy-bound L, A and B sums, the copies of the others' points run while
-/// H's chunks are summed; the head covers the upload of their scalars, and `after` the
-/// B scalars' wait for their place (the quotient's coefficients the H sum reads first).
-pub fn interleave_order(chunks: &[usize], head: usize, after: &[usize]) -> Vec<(usize, usize)> {
+/// H's chunks are summed; the head covers the upload of their scalars, `after` the B
+/// scalars' wait for their place (the quotient's coefficients the H sum reads first), and
+/// `until` frees the L scalars' place (over a) for the next partition's a before the end.
+pub fn interleave_order(
+    chunks: &[usize],
+    head: usize,
+    after: &[usize],
+    until: &[usize],
+) -> Vec<(usize, usize)> {
     let total: usize = chunks.iter().sum();
     let c0 = chunks.first().copied().unwrap_or(0);
     let after = |s: usize| match s {
         0 => 0,
         _ => after.get(s).copied().unwrap_or(0).min(c0),
+    };
+    let until = |s: usize| match s {
+        0 => c0,
+        _ => until.get(s).copied().unwrap_or(c0).clamp(after(s), c0),
     };
     let mut done = vec![0usize; chunks.len()];
     let mut order = Vec::with_capacity(total);
@@ -92,14 +104,14 @@ pub fn interleave_order(chunks: &[usize], head: usize, after: &[usize]) -> Vec<(
         done[0] = head.min(c0);
     }
     // Sum s's progress on sum 0's chunks, as a fraction num / den: after(s) + its done
-    // fraction of the rest (the plain done fraction when sum 0 has no chunks).
+    // fraction of its span to until(s) (the plain done fraction when sum 0 has no chunks).
     let progress = |s: usize, done: &[usize]| -> (u128, u128) {
         let (d, n) = (done[s] as u128, chunks[s] as u128);
         match c0 {
             0 => (d, n),
             _ => {
-                let (a, c) = (after(s) as u128, c0 as u128);
-                (a * n + d * (c - a), c * n)
+                let (a, u, c) = (after(s) as u128, until(s) as u128, c0 as u128);
+                (a * n + d * (u - a), c * n)
             }
         }
     };
@@ -130,10 +142,12 @@ pub struct RingPlace {
 }
 
 /// The places of chunks `widths[i]` slots wide (1, 2 or 4; others round up), summed in
-/// that order: each takes the next slots round the ring, skipping slots to start at a
-/// multiple of its width, so that it lies inside one chunk buffer.
-pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
-    let mut last: [Option<usize>; RING] = [None; RING];
+/// that order, in a ring of `ring` slots (a multiple of [`PER_BUF`]): each takes the next
+/// slots round the ring, skipping slots to start at a multiple of its width, so that it
+/// lies inside one chunk buffer.
+pub fn ring_places(widths: &[usize], ring: usize) -> Vec<RingPlace> {
+    let ring = ring.next_multiple_of(PER_BUF).max(PER_BUF);
+    let mut last: Vec<Option<usize>> = vec![None; ring];
     let mut at = 0usize;
     widths
         .iter()
@@ -141,7 +155,7 @@ pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
         .map(|(i, &w)| {
             let width = w.clamp(1, PER_BUF).next_power_of_two();
             at = at.next_multiple_of(width);
-            let slot = at % RING;
+            let slot = at % ring;
             let after = last[slot..slot + width].iter().flatten().copied().max();
             last[slot..slot + width].fill(Some(i));
             at += width;
@@ -150,19 +164,19 @@ pub fn ring_places(widths: &[usize]) -> Vec<RingPlace> {
         .collect()
 }
 
-/// [`RING`] slots cut from the two chunk buffers, with the events that say when a slot's
-/// copy is done and when its sum has read it. The copy into a slot waits (on the copy
+/// [`PER_BUF`] slots cut from each of its chunk buffers (two or more), with the events that
+/// say when a slot's copy is done and when its sum has read it. The copy into a slot waits (on the copy
 /// stream) for the sum of the chunk last in it; the sum waits (on the compute stream) for
 /// its copy. Nothing waits on the host. Each sum is timed on the device (two events), so
 /// that a prove reports each query's device time although their chunks interleave; with a
 /// [`Trace`] those sums and each copy are its spans.
 pub struct Ring<'a> {
-    bufs: [DevRegion<'a>; 2],
+    bufs: Vec<DevRegion<'a>>,
     /// Bytes of a slot: a quarter of a chunk buffer, in whole G1 points.
     slot_bytes: usize,
-    copied: [CudaEvent; RING],
-    consumed: [CudaEvent; RING],
-    used: [bool; RING],
+    copied: Vec<CudaEvent>,
+    consumed: Vec<CudaEvent>,
+    used: Vec<bool>,
     /// Each sum's query, chunk, and start and end on the compute stream.
     timed: Vec<(Query, usize, CudaEvent, CudaEvent)>,
     /// The spans of the copies and the quotient (`CUZK_GPU_TRACE`).
@@ -170,19 +184,29 @@ pub struct Ring<'a> {
 }
 
 impl<'a> Ring<'a> {
-    /// The ring over the two chunk buffers `bufs`.
+    /// The ring over the chunk buffers `bufs` (at least one).
     ///
     /// # Errors
-    /// Driver errors (events).
-    pub fn new(dev: &Device, bufs: &[DevRegion<'a>; 2]) -> Result<Ring<'a>> {
+    /// [`GpuError::Internal`] without buffers; driver errors (events).
+    pub fn new(dev: &Device, bufs: &[DevRegion<'a>]) -> Result<Ring<'a>> {
         let pb = Group::G1.affine_bytes();
-        let slot_bytes = bufs[0].bytes().min(bufs[1].bytes()) / PER_BUF / pb * pb;
+        let smallest = bufs
+            .iter()
+            .map(|b| b.bytes())
+            .min()
+            .ok_or_else(|| GpuError::Internal("a ring without buffers".into()))?;
+        let slots = bufs.len() * PER_BUF;
+        let events = || {
+            (0..slots)
+                .map(|_| dev.timing_event())
+                .collect::<Result<Vec<_>>>()
+        };
         Ok(Ring {
-            bufs: *bufs,
-            slot_bytes,
-            copied: std::array::from_fn(|_| dev.timing_event()).map_or_err()?,
-            consumed: std::array::from_fn(|_| dev.timing_event()).map_or_err()?,
-            used: [false; RING],
+            bufs: bufs.to_vec(),
+            slot_bytes: smallest / PER_BUF / pb * pb,
+            copied: events()?,
+            consumed: events()?,
+            used: vec![false; slots],
             timed: Vec::new(),
             trace: Trace::start(dev)?,
         })
@@ -191,6 +215,11 @@ impl<'a> Ring<'a> {
     /// Bytes of one slot.
     pub fn slot_bytes(&self) -> usize {
         self.slot_bytes
+    }
+
+    /// Slots of the ring: [`PER_BUF`] a buffer.
+    pub fn slots_len(&self) -> usize {
+        self.used.len()
     }
 
     /// The device region of `place`.
@@ -203,8 +232,8 @@ impl<'a> Ring<'a> {
     }
 
     /// The slots of `place`.
-    fn slots(place: RingPlace) -> std::ops::Range<usize> {
-        place.slot..(place.slot + place.width).min(RING)
+    fn slots(&self, place: RingPlace) -> std::ops::Range<usize> {
+        place.slot..(place.slot + place.width).min(self.slots_len())
     }
 
     /// Enqueues the copy of chunk `j` of `s` into `place`, after the sums that last read
@@ -232,7 +261,7 @@ impl<'a> Ring<'a> {
                 self.slot_bytes
             )));
         }
-        for k in Ring::slots(place) {
+        for k in self.slots(place) {
             if self.used[k] {
                 dev.copy_wait(&self.consumed[k])?;
             }
@@ -296,7 +325,7 @@ impl<'a> Ring<'a> {
         enqueue_chunk(dev, scratch, s.sum, &bases, &sc, e - b, &out)?;
         dev.record(&end)?;
         self.timed.push((s.sum.query, j, start, end));
-        for k in Ring::slots(place) {
+        for k in self.slots(place) {
             dev.record(&self.consumed[k])?;
             self.used[k] = true;
         }
@@ -330,19 +359,6 @@ impl<'a> Ring<'a> {
     }
 }
 
-/// `[Result<T>; N]` into `Result<[T; N]>`.
-trait MapOrErr<T, const N: usize> {
-    fn map_or_err(self) -> Result<[T; N]>;
-}
-
-impl<T, const N: usize> MapOrErr<T, N> for [Result<T>; N] {
-    fn map_or_err(self) -> Result<[T; N]> {
-        let v = self.into_iter().collect::<Result<Vec<T>>>()?;
-        v.try_into()
-            .map_err(|_| GpuError::Internal("array length".into()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,7 +377,7 @@ mod tests {
             (vec![64, 32, 32, 8, 16], 4, vec![0, 0, 0, 18, 18]),
             (vec![8, 16, 16, 4, 8], 2, vec![0, 0, 0, 6, 6]),
         ] {
-            let order = interleave_order(&chunks, head, &after);
+            let order = interleave_order(&chunks, head, &after, &[]);
             assert_eq!(order.len(), chunks.iter().sum::<usize>());
             for (s, &n) in chunks.iter().enumerate() {
                 let mine: Vec<usize> = order.iter().filter(|o| o.0 == s).map(|o| o.1).collect();
@@ -383,7 +399,7 @@ mod tests {
         // 2^27 in 2^22-point H chunks, the split sums' twice as large, B held back until H
         // has done 10: B in G1 (4 chunks) and B in G2 (8) between H's last 22, never more
         // than three of theirs in a row.
-        let order = interleave_order(&[32, 16, 16, 4, 8], 4, &[0, 0, 0, 10, 10]);
+        let order = interleave_order(&[32, 16, 16, 4, 8], 4, &[0, 0, 0, 10, 10], &[]);
         let first_b = order.iter().position(|o| o.0 >= 3).expect("a B chunk");
         let h_before = order[..first_b].iter().filter(|o| o.0 == 0).count();
         // Held back for 10; on the tie at 10 (both a third along) H goes first.
@@ -398,9 +414,33 @@ mod tests {
     }
 
     #[test]
+    fn sums_brought_forward_are_done_by_their_until() {
+        // 2^27 in 2^24-point H chunks (8), L and A (16 each) done once H has done 7, B held
+        // back until H has done 4: the last L and A chunks come before H's 8th, B's after.
+        let (chunks, after, until) = ([8, 16, 16, 4, 8], [0, 0, 0, 4, 4], [8, 7, 7, 8, 8]);
+        let order = interleave_order(&chunks, 2, &after, &until);
+        assert_eq!(order.len(), 52);
+        let at = |o: &[(usize, usize)], h| o.iter().position(|&x| x == (0, h)).expect("H");
+        let last = |o: &[(usize, usize)], s| o.iter().rposition(|x| x.0 == s).expect("chunk");
+        let h8 = at(&order, 7);
+        assert!(last(&order, 1) < h8 && last(&order, 2) < h8, "{order:?}");
+        assert!(last(&order, 1) > at(&order, 6), "{order:?}");
+        assert!(last(&order, 3) > h8 && last(&order, 4) > h8, "{order:?}");
+        // Without until, L runs to the end as before.
+        let plain = interleave_order(&chunks, 2, &after, &[]);
+        assert!(last(&plain, 1) > at(&plain, 7), "{plain:?}");
+        // An until below the gate runs the sum in a burst once its gate is passed (after
+        // H's chunk on the tie).
+        let burst = interleave_order(&[4, 2, 2], 1, &[0, 3, 0], &[4, 1, 4]);
+        let first_l = burst.iter().position(|o| o.0 == 1).expect("L");
+        assert_eq!(burst[first_l + 1].0, 1, "{burst:?}");
+        assert!(burst[..first_l].iter().filter(|o| o.0 == 0).count() >= 3);
+    }
+
+    #[test]
     fn the_interleave_spreads_the_h_chunks_evenly() {
         // 2^27 in 2^22-point chunks: H, L, A.
-        let order = interleave_order(&[32, 32, 31], 4, &[]);
+        let order = interleave_order(&[32, 32, 31], 4, &[], &[]);
         // After the head, no two H chunks are more than three others apart, and the last
         // H chunk is among the last few.
         let h_at: Vec<usize> = order
@@ -417,7 +457,7 @@ mod tests {
 
     /// The first slot and the `after` of each chunk [`ring_places`] places.
     fn placed(widths: &[usize]) -> (Vec<usize>, Vec<Option<usize>>) {
-        ring_places(widths)
+        ring_places(widths, RING)
             .iter()
             .map(|p| (p.slot, p.after))
             .unzip()
@@ -484,24 +524,47 @@ mod tests {
                     1 << (seed % 3)
                 })
                 .collect();
-            let p = ring_places(&widths);
-            for (i, pi) in p.iter().enumerate() {
-                assert_eq!(pi.width, widths[i]);
-                assert!(pi.slot + pi.width <= RING, "{widths:?}");
-                assert_eq!(pi.slot % pi.width, 0, "{widths:?}");
-                assert_eq!(pi.slot / PER_BUF, (pi.slot + pi.width - 1) / PER_BUF);
-                // The last earlier chunk in each of its slots is `after` or before it.
-                for k in pi.slot..pi.slot + pi.width {
-                    let prev = (0..i)
-                        .rev()
-                        .find(|&m| (p[m].slot..p[m].slot + p[m].width).contains(&k));
-                    assert!(prev <= pi.after, "{widths:?}: {i}");
-                    if let Some(m) = prev {
-                        assert!(m < i);
+            for ring in [RING, 3 * PER_BUF, 4 * PER_BUF] {
+                let p = ring_places(&widths, ring);
+                for (i, pi) in p.iter().enumerate() {
+                    assert_eq!(pi.width, widths[i]);
+                    assert!(pi.slot + pi.width <= ring, "{widths:?}");
+                    assert_eq!(pi.slot % pi.width, 0, "{widths:?}");
+                    assert_eq!(pi.slot / PER_BUF, (pi.slot + pi.width - 1) / PER_BUF);
+                    // The last earlier chunk in each of its slots is `after` or before it.
+                    for k in pi.slot..pi.slot + pi.width {
+                        let prev = (0..i)
+                            .rev()
+                            .find(|&m| (p[m].slot..p[m].slot + p[m].width).contains(&k));
+                        assert!(prev <= pi.after, "{widths:?}: {i}");
+                        if let Some(m) = prev {
+                            assert!(m < i);
+                        }
                     }
+                    assert!(pi.after.is_none_or(|a| a < i));
                 }
-                assert!(pi.after.is_none_or(|a| a < i));
             }
         }
+    }
+
+    #[test]
+    fn a_third_buffer_lets_copies_run_a_buffer_further_ahead() {
+        // 16 GiB: H chunks two slots wide, split chunks a whole buffer. With two buffers
+        // the second split chunk after H, H waits for the first's sum; with three it goes
+        // into the third buffer, fresh.
+        let widths = [2, 2, 4, 4, 2, 2, 4];
+        let two = ring_places(&widths, RING);
+        let three = ring_places(&widths, 3 * PER_BUF);
+        assert_eq!(
+            two.iter().map(|p| p.slot).collect::<Vec<_>>(),
+            [0, 2, 4, 0, 4, 6, 0]
+        );
+        assert_eq!(
+            three.iter().map(|p| p.slot).collect::<Vec<_>>(),
+            [0, 2, 4, 8, 0, 2, 4]
+        );
+        assert_eq!(two[3].after, Some(1));
+        assert_eq!(three[3].after, None);
+        assert!(three.iter().filter(|p| p.after.is_none()).count() > 3);
     }
 }

@@ -91,6 +91,8 @@ pub(super) struct Work<'a> {
     pub(super) scalars: Scalars<'a>,
     pub(super) outputs: Outputs<'a>,
     pub(super) bufs: Option<[DevRegion<'a>; 2]>,
+    /// Every chunk buffer of the ring (`bufs`, then the plan's more), empty when resident.
+    pub(super) ring_bufs: Vec<DevRegion<'a>>,
 }
 
 impl<'a> Work<'a> {
@@ -130,6 +132,11 @@ impl<'a> Work<'a> {
             Some([d0, d1]) => Some([d0.of(arena)?, d1.of(arena)?]),
             None => None,
         };
+        let ring_bufs = plan
+            .ring_bufs()
+            .into_iter()
+            .map(|b| b.of(arena))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Work {
             call,
             plan,
@@ -143,6 +150,7 @@ impl<'a> Work<'a> {
             abc,
             outputs,
             bufs,
+            ring_bufs,
         })
     }
 
@@ -151,6 +159,10 @@ impl<'a> Work<'a> {
         span.of(self.arena)
     }
 }
+
+/// Most chunk buffers a streamed SRS's ring takes beyond its two (`GpuBackend::plan`).
+/// Four buffers leave the 16 GiB ring no wait in `bench/ring_sim.py`.
+const MORE_RING_BUFS: usize = 2;
 
 impl GpuBackend {
     /// The placement of a prove of `shape` with `resident` (or a streamed SRS).
@@ -182,25 +194,43 @@ impl GpuBackend {
     fn plan(&self, shape: &SlotShape, n_h: usize, resident: Option<&ResidentSrs>) -> ProvePlan {
         let (hints, packed) = (self.hints(shape), self.packed_max());
         let placement = self.placement(shape, n_h, resident);
+        let mut plan = None;
         if let Placement::Streamed { chunk, acc, .. } = placement {
             let c = tuning()
                 .h_acc
                 .unwrap_or_else(|| window_bits(chunk.clamp(1, n_h.max(1))));
             if c > 0 {
                 let h_acc = Some(c);
-                let plan = ProvePlan::new(
+                plan = Some(ProvePlan::new(
                     shape,
                     n_h,
                     Placement::Streamed { chunk, h_acc, acc },
                     hints,
                     packed,
-                );
-                if plan.total as u64 <= self.arena_room() {
-                    return plan;
-                }
+                ))
+                .filter(|p| p.total as u64 <= self.arena_room());
             }
         }
-        ProvePlan::new(shape, n_h, placement, hints, packed)
+        let plan = plan.unwrap_or_else(|| ProvePlan::new(shape, n_h, placement, hints, packed));
+        self.deeper_ring(plan)
+    }
+
+    /// `plan` with up to [`MORE_RING_BUFS`] more chunk buffers for the ring of a streamed
+    /// SRS, as many as the budget leaves room for now (none when the points are not
+    /// registered: the sums then go one after another through the two). The room is what
+    /// the mode's byte counts left over: with 16 GiB free a 32 GiB PoRep's plan takes 15.19
+    /// of 15.55 GB with two buffers of 0.40 GB each (2026-12-06), and a third fits once the
+    /// split sums' sort is sized for the one accumulator width (`plan.rs`).
+    fn deeper_ring(&self, plan: ProvePlan) -> ProvePlan {
+        if plan.chunk_bufs.is_none() || !self.cfg.register_streamed_srs {
+            return plan;
+        }
+        let room = self.arena_room();
+        (1..=MORE_RING_BUFS)
+            .rev()
+            .map(|extra| plan.clone().with_more_bufs(extra))
+            .find(|p| p.total as u64 <= room)
+            .unwrap_or(plan)
     }
 
     /// The token-held part: the quotient and the five sums; `ready(k, Some(d))` is called
@@ -234,10 +264,10 @@ impl GpuBackend {
 
         // A streamed SRS from registered memory, with the L and A scalars on the device as
         // soon as the quotient is done: all five sums run through one ring.
-        if let (None, Some(bufs), Some(reg), true) =
+        if let (None, Some(_), Some(reg), true) =
             (resident, work.bufs, reg, vecs.witness_at().early())
         {
-            return self.ring_prove(&work, reg, bufs, timer, report, ready);
+            return self.ring_prove(&work, reg, &work.ring_bufs, timer, report, ready);
         }
         // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
         self.quotient(&work, ready)?;

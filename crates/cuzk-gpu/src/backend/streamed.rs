@@ -39,18 +39,28 @@ impl GpuBackend {
         &self,
         work: &Work<'_>,
         reg: &HostRegistration,
-        bufs: [DevRegion<'_>; 2],
+        bufs: &[DevRegion<'_>],
         mut timer: StageTimer<'_>,
         report: &mut ProveReport,
         ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let (dev, plan, call) = (&self.dev, work.plan, work.call);
         let (shape, srs) = (&call.shape, call.srs);
-        let mut ring = Ring::new(dev, &bufs)?;
+        // A prove staged ahead of the one slot hands the next call's a, b, c over at its
+        // end (`ahead.rs`): a once this prove is done with a's place, which a split slot
+        // frees at its last L sum (the L scalars lie over a), so the L and A sums are done
+        // once the H sum has done all but an eighth of its chunks.
+        let ahead = self.stages_ahead(self.fit(srs, shape)?.workers);
+        let split = work.vecs.witness_at() == WitnessAt::Split;
+        let mut ring = Ring::new(dev, bufs)?;
+        self.ring_slots
+            .store(ring.slots_len(), std::sync::atomic::Ordering::Relaxed);
         let scratch = work.region(plan.scratch[0])?;
         let group_start = Instant::now();
         let ring_ref = &mut ring;
         let timer_ref = &mut timer;
+        // Recorded once the kernels are done with a's place (`ahead.rs`).
+        let a_free = dev.timing_event()?;
         dev.upload_scope(|up| -> Result<()> {
             let (timer, ring) = (&mut *timer_ref, &mut *ring_ref);
             let mut group = Vec::with_capacity(Query::ALL.len());
@@ -76,12 +86,26 @@ impl GpuBackend {
             let b_after = (b_read + B_LEAD).min(h.chunks);
             let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
             let head = (HEAD_POINTS / h.chunk.max(1)).clamp(1, HEAD_MAX);
-            let order = interleave_order(&chunks, head, &[0, 0, 0, b_after, b_after]);
+            let c0 = h.chunks;
+            let until = match ahead && split {
+                true => c0 - c0 / 8,
+                false => c0,
+            };
+            let order = interleave_order(
+                &chunks,
+                head,
+                &[0, 0, 0, b_after, b_after],
+                &[c0, until, until, c0, c0],
+            );
+            let last_l = order.iter().rposition(|&(g, _)| g == Query::L as usize);
             let widths = group
                 .iter()
                 .map(|g| g.width(ring.slot_bytes()))
                 .collect::<Result<Vec<_>>>()?;
-            let places = ring_places(&order.iter().map(|&(g, _)| widths[g]).collect::<Vec<_>>());
+            let places = ring_places(
+                &order.iter().map(|&(g, _)| widths[g]).collect::<Vec<_>>(),
+                ring.slots_len(),
+            );
             // Each chunk's copy is enqueued once the sum of the chunk last in its slots
             // is (`summed`: how many sums are enqueued); the first round's copies go
             // first, under the quotient.
@@ -100,6 +124,9 @@ impl GpuBackend {
             copy_ready(ring, &mut copies, 0)?;
             let span = ring.span_begin(dev, "quotient")?;
             self.quotient(work, ready)?;
+            if split && last_l.is_none() {
+                dev.record(&a_free)?;
+            }
             ring.span_end(dev, span)?;
             timer.mark(ProveStage::NttH)?;
             for q in Query::ALL {
@@ -131,6 +158,9 @@ impl GpuBackend {
                     )));
                 }
                 ring.sum(dev, &scratch, &group[g], j, places[i], &work.outputs)?;
+                if split && last_l == Some(i) {
+                    dev.record(&a_free)?;
+                }
                 copy_ready(ring, &mut copies, i + 1)?;
                 if g == Query::H as usize && j + 1 == b_read {
                     ready(4, None)?;
@@ -145,6 +175,15 @@ impl GpuBackend {
             Ok(())
         })??;
         let group_wall = group_start.elapsed();
+        // Every copy of this prove is done (the scope waited for them), its last sums
+        // still run: the next call's a, b, c go up now behind them, or once that call has
+        // filled them, until this prove's kernels are done. On the dev VM's unit test the
+        // next call lent them before this prove had enqueued its copies; at 2^27 it fills
+        // them for 1.4 s and lent them long after (no hand-over in 19 proves on an H100).
+        // Split slots only: `compute_ahead` lends nothing for others.
+        if ahead && split {
+            self.hand_over(call, work.vecs, &a_free)?;
+        }
         let out = self.finish(plan, shape, &work.outputs.results, timer, None, report);
         // The five sums interleave: each query's device time is its chunks' sum, and
         // the host's wall of enqueueing them all is the H stage's.

@@ -350,6 +350,14 @@ impl Device {
         )
     }
 
+    /// Whether `ev` has completed (without waiting).
+    ///
+    /// # Errors
+    /// Driver errors, including asynchronous faults of the work before it.
+    pub fn event_done(&self, ev: &CudaEvent) -> Result<bool> {
+        drv(self.ordinal, || "query event".into(), ev.try_is_complete())
+    }
+
     /// Waits on the host until `ev` has completed.
     ///
     /// # Errors

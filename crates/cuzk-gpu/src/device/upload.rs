@@ -129,9 +129,34 @@ impl Device {
         buf: PinnedBuf,
         copies: &[(DevRegion<'_>, std::ops::Range<usize>, Option<&CudaEvent>)],
     ) -> Result<PinnedUpload> {
-        if let Some((_, r, _)) = copies
+        let copies: Vec<_> = copies
             .iter()
-            .find(|(_, r, _)| r.end > buf.len() || r.start > r.end)
+            .map(|(dst, range, after)| (*dst, range.clone(), None, *after))
+            .collect();
+        self.upload_pinned_ranges_after(buf, &copies)
+    }
+
+    /// [`Device::upload_pinned_ranges`] where each copy `(dst, range, before, after)` first
+    /// makes the copy stream wait for `before` when given (an event of another stream:
+    /// the copy goes into a place that stream's work reads until then). Every copy behind
+    /// it on the copy stream waits too: `before` must not depend on any of them.
+    ///
+    /// # Errors
+    /// As [`Device::upload_pinned_ranges`].
+    #[allow(clippy::type_complexity)]
+    pub fn upload_pinned_ranges_after(
+        &self,
+        buf: PinnedBuf,
+        copies: &[(
+            DevRegion<'_>,
+            std::ops::Range<usize>,
+            Option<&CudaEvent>,
+            Option<&CudaEvent>,
+        )],
+    ) -> Result<PinnedUpload> {
+        if let Some((_, r, _, _)) = copies
+            .iter()
+            .find(|(_, r, _, _)| r.end > buf.len() || r.start > r.end)
         {
             return Err(GpuError::Input(format!(
                 "upload of bytes {r:?} from a {}-byte pinned buffer",
@@ -144,7 +169,10 @@ impl Device {
         // for `done` (recorded after the last copy) before it hands the buffer back or
         // drops it; on the error paths the copy stream is drained first, and the buffer
         // leaked if that fails.
-        let r = copies.iter().try_for_each(|(dst, range, after)| {
+        let r = copies.iter().try_for_each(|(dst, range, before, after)| {
+            if let Some(ev) = before {
+                self.copy_wait(ev)?;
+            }
             unsafe {
                 self.enqueue_upload(dst, &bytes[range.clone()], &self.copy, " on copy stream")
             }?;

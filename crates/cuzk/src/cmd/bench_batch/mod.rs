@@ -279,8 +279,13 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
         // What the GPUs hold once the run is over: the recorded matrices (a, b, c computed
         // on the device) beside the resident SRSs.
         for d in engine.status().devices.iter().filter(|d| d.is_gpu) {
+            let counters: String = d
+                .counters
+                .iter()
+                .map(|(name, n)| format!(", {name} {n}"))
+                .collect();
             eprintln!(
-                "device {}: recorded matrices {} bytes in vram, busy {:.2} s, {} faults",
+                "device {}: recorded matrices {} bytes in vram, busy {:.2} s, {} faults{counters}",
                 d.name,
                 d.matrices_vram_bytes,
                 d.busy.as_secs_f64(),
