@@ -154,6 +154,7 @@ fn failing_gpu() -> cuzk_engine::DeviceSpec {
         vram_total_bytes: 1 << 30,
         backend: std::sync::Arc::new(FailingGpu),
         workers: Some(1),
+        critical_only: false,
     }
 }
 
