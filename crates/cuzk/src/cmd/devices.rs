@@ -54,11 +54,11 @@ pub fn gpu_specs(
         let reserve = gpu
             .vram_reserve_bytes
             .unwrap_or(defaults.vram_reserve_bytes);
-        // The free memory is read only to choose the lane when its size is unset; the
-        // regular backend reads it again for its own budget.
-        let free = match (gpu.vram_budget_bytes, gpu.critical_lane_bytes) {
-            (None, None) => dev.mem_info().map_or(0, |(free, _)| free),
-            _ => 0,
+        // Without a configured budget the lane is sized against what is free now, as the
+        // regular backend's budget is (it reads the same figure again just below).
+        let free = match gpu.vram_budget_bytes {
+            None => dev.mem_info().map_or(0, |(free, _)| free),
+            Some(_) => 0,
         };
         let split = lane_split(
             gpu.vram_budget_bytes,
