@@ -98,6 +98,14 @@ pub fn gpu_specs(
         match dev.critical() {
             Ok(handle) => {
                 let lane = GpuBackend::with_config(handle, lane_cfg);
+                // Fixed now, at start, as the regular budget: the engine's routing reads
+                // it under its lock, where a first read's memory query does not belong.
+                let lane_budget = lane.vram_budget_bytes();
+                info!(
+                    gpu = dev.ordinal(),
+                    vram_budget_bytes = lane_budget,
+                    "critical lane"
+                );
                 specs.push(spec(dev, "/critical", lane, 1, true));
             }
             Err(e) => warn!(
