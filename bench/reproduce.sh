@@ -64,6 +64,16 @@
 #             file; params32 likewise removes the others), then
 #             SNAP32_COUNT (3) whole proofs from 2 clients, default config (s/proof, GPU
 #             busy, peak RSS); fakes cannot verify
+#   winning32 NEW only, after params32 on the same machine: a fake 32 GiB WinningPoSt
+#             request (one sector, 66 challenges) and its test parameters (2^19, beside the
+#             PoRep ones in /tmp/p32), then per case of WINNING32_CASES (default "lane off")
+#             a 32 GiB PoRep load (WINNING32_COUNT (4) proofs from 2 clients) with
+#             WINNING32_CRITICAL (5) CRITICAL WinningPoSt requests sent one at a time beside it
+#             (WINNING32_GAP_MS (2000) after each completes): "lane" with a 1 GiB critical
+#             lane ([gpu] critical_lane_bytes), "off" with none (the baseline). Greppable:
+#             `"op":"batch_critical"` (critical_p50_s, critical_max_s, devices) and
+#             `"op":"batch"` (the load's s/proof) in $OUT/batch-winning32-CASE.log; each
+#             case takes ~3 min (#29)
 #   table     the "Current" rows from what the parts above left in $OUT
 # Every part ends with `table`. JSON lines land in $OUT (default /tmp/cuzk-out), one file
 # per part and binary; the NVRTC cache in .carry/cache (carry it: compiling takes minutes).
@@ -147,6 +157,7 @@ have_supraseal() {
 FAKE32=/tmp/fake-porep-32g.json
 FAKESNAP32=/tmp/fake-snap-32g.cuzkreq
 FAKEWPOST32=/tmp/fake-wpost-32g.cuzkreq
+FAKEWINNING32=/tmp/fake-winning-32g.cuzkreq
 
 # Removes the 2^27 parameter folders other than $1 (/tmp/p32, /tmp/ps32, /tmp/pw32): the
 # device's 64 GiB disk holds one.
@@ -322,7 +333,7 @@ part_batch32() {
 # Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
 # the budget, the mode chosen, the SRS host copy released.
 quiet_small() {
-  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|proving mode|host copy|recorded at preload|registered|into the staging/)'
+  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|gpu budget|critical|proving mode|host copy|recorded at preload|registered|into the staging/)'
 }
 
 # Another process holds all but SMALL_KEEP GiB of the card (default "24 16": an RTX
@@ -490,6 +501,39 @@ part_snap32() {
   echo "peak host memory in use: $(peak_mem "$OUT/mem-snap-32g.log")"
 }
 
+# The 32 GiB WinningPoSt latency under a 32 GiB PoRep load (#29: <= 1 s), with the GPU's
+# critical lane and without it. After params32 (the PoRep parameters in /tmp/p32); the
+# WinningPoSt parameters are small (2^19) and go beside them.
+part_winning32() {
+  local bin=$NEW/cuzk req=$FAKEWINNING32 n=${WINNING32_COUNT:-4} case cfg watch
+  fake_request_32g "$bin"
+  t "fake 32 GiB WinningPoSt request (one sector, 66 challenges; cannot verify), its test parameters"
+  [ -f "$req" ] || timeout -k 10 120 "$bin" gen request --kind winning-post --sector-size 32GiB --fake \
+    --out "$req" 2>&1 | grep -E '^\{' | cut -c1-400
+  ( time timeout -k 10 "${WINNING32_PARAMS_TIMEOUT:-200}" "$bin" gen params --kind winning-post \
+    --sector-size 32GiB --dir /tmp/p32 ) 2>&1 | grep -vE '^\s*$' | cut -c1-1500 |
+    tee "$OUT/params-winning-32g.log"
+  for case in ${WINNING32_CASES:-lane off}; do
+    cfg=$OUT/winning32-$case.toml
+    case $case in
+      lane) printf '[gpu]\ncritical_lane_bytes = 1073741824\n' > "$cfg" ;;
+      *) printf '[gpu]\ncritical_lane_bytes = 0\n' > "$cfg" ;;
+    esac
+    t "$n whole 32 GiB PoRep proofs from 2 clients, ${WINNING32_CRITICAL:-5} CRITICAL 32 GiB WinningPoSt beside them, critical lane: $case"
+    memwatch "$OUT/mem-winning32-$case.log" &
+    watch=$!
+    RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info timeout -k 10 "${WINNING32_TIMEOUT:-280}" \
+      "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
+      --param-dir /tmp/p32 --config "$cfg" --critical-request "$req" \
+      --critical-count "${WINNING32_CRITICAL:-5}" --critical-gap-ms "${WINNING32_GAP_MS:-2000}" \
+      --timeline "$OUT/timeline-winning32-$case.svg" 2>&1 |
+      quiet_small | cut -c1-3000 | tee "$OUT/batch-winning32-$case.log"
+    echo "bench exit: ${PIPESTATUS[0]}"
+    kill "$watch" 2>/dev/null
+    echo "peak host memory in use: $(peak_mem "$OUT/mem-winning32-$case.log")"
+  done
+}
+
 # One row per headline case: figure (old → new), date, GPU, commit, the command.
 part_table() {
   local gpu; gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -564,8 +608,9 @@ for part in "$@"; do
     load2k) part_load2k ;;
     wpost32) part_wpost32 ;;
     snap32) part_snap32 ;;
+    winning32) part_winning32 ;;
     table) ;;
-    *) echo "unknown part $part (checks, gputests, ntt, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, host64, sector512, load2k, wpost32, snap32, table)"; exit 2 ;;
+    *) echo "unknown part $part (checks, gputests, ntt, backend, h2h-old, h2h-new, filecoin, realsize, e2e24, params32, batch32, small, host64, sector512, load2k, wpost32, snap32, winning32, table)"; exit 2 ;;
   esac
 done
 t table

@@ -33,6 +33,12 @@ pub struct DeviceSpec {
     pub backend: Arc<dyn Backend>,
     /// Prove workers sharing this device; `None` takes the config's per-device default.
     pub workers: Option<usize>,
+    /// A critical lane (#29): a second backend on a GPU (its own high-priority streams,
+    /// budget and token; named "gpu:N/critical") whose workers prove only CRITICAL
+    /// partitions whose SRS it can hold ([`Device::lane_holds`]). While one in service
+    /// admits a CRITICAL partition, regular devices leave it to the lane, so a busy GPU's
+    /// queue never holds it behind a large partition (`faults.rs`).
+    pub critical_only: bool,
 }
 
 impl DeviceSpec {
@@ -46,6 +52,7 @@ impl DeviceSpec {
             vram_total_bytes: 0,
             backend: Arc::new(cuzk_groth16::cpu::CpuBackend::new()),
             workers: None,
+            critical_only: false,
         }
     }
 }
@@ -143,6 +150,15 @@ impl Device {
         Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed))
     }
 
+    /// Whether this critical lane can hold an SRS whose points take `points_bytes`: at most
+    /// half of its VRAM budget, the other half left for its one slot, the prove plan's
+    /// arena and the H window table (the 32 GiB WinningPoSt's ~0.23 GB of points in a
+    /// 1 GiB lane). A larger SRS would be streamed through the lane's small budget, slower
+    /// than the regular device's queue; it stays there.
+    pub fn lane_holds(&self, points_bytes: u64) -> bool {
+        points_bytes.saturating_mul(2) <= self.spec.backend.vram_budget_bytes()
+    }
+
     /// Whether partitions may be routed here.
     pub fn in_service(&self) -> bool {
         self.health.lock().out_of_service.is_none()
@@ -212,6 +228,7 @@ impl Device {
             current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
             current_kind: current.map(|c| c.1),
             fallback: self.fallback,
+            critical_only: self.spec.critical_only,
             in_service: health.out_of_service.is_none(),
             out_of_service_reason: health
                 .out_of_service

@@ -48,10 +48,13 @@ pub(crate) fn every_device_streams(devices: &[Arc<Device>], srs: &Srs) -> bool {
 }
 
 /// Whether there is a regular (not fallback) device in service and `f` holds for each.
+/// Critical lanes do not count: a lane that holds a WinningPoSt SRS must not release the
+/// host copy that its GPU's regular device reads when the lane is busy or out of service,
+/// and a lane that never holds a PoRep SRS must not keep that SRS's host copy.
 fn every_regular_device(devices: &[Arc<Device>], f: impl Fn(&dyn Backend) -> bool) -> bool {
     let mut regular = devices
         .iter()
-        .filter(|d| !d.fallback && d.in_service())
+        .filter(|d| !d.fallback && !d.spec.critical_only && d.in_service())
         .peekable();
     regular.peek().is_some() && regular.all(|d| f(&*d.spec.backend))
 }
@@ -66,8 +69,13 @@ impl Engine {
         // stream, never decoded (`SrsManager::set_stream_rule`).
         let (lease, loaded) = self.shared.srs.acquire(circuit_id)?;
         let t = Instant::now();
-        // Then into each device that keeps parameters in its own memory.
+        // Then into each device that keeps parameters in its own memory; into a critical
+        // lane only an SRS it holds (its partitions go to the regular devices otherwise).
+        let points_bytes = lease.srs().points_bytes();
         for device in &self.shared.devices {
+            if device.spec.critical_only && !device.lane_holds(points_bytes) {
+                continue;
+            }
             match device.spec.backend.preload_srs(lease.srs()) {
                 Ok(0) => {}
                 Ok(bytes) => {

@@ -50,23 +50,42 @@ pub(crate) struct Route {
     pub failed_on: Vec<usize>,
     /// Only a CPU device may prove it: a GPU proof of it failed verification.
     pub cpu_only: bool,
+    /// Its job is CRITICAL: a critical lane may take it.
+    pub critical: bool,
+    /// Host bytes of its SRS's points, against which a lane decides whether it holds the
+    /// SRS ([`Device::lane_holds`]).
+    pub srs_points_bytes: u64,
 }
 
 impl Route {
     /// Whether `device` may prove a partition on this route now.
     pub fn admits(&self, devices: &[Arc<Device>], device: &Device) -> bool {
-        if !device.in_service() || self.failed_on.contains(&device.index) {
-            return false;
-        }
-        if self.cpu_only {
-            return !device.spec.is_gpu;
-        }
         if device.fallback {
-            return !devices
-                .iter()
-                .any(|d| !d.fallback && d.in_service() && !self.failed_on.contains(&d.index));
+            return self.open_to(device)
+                && !devices
+                    .iter()
+                    .any(|d| !d.fallback && self.admits(devices, d));
         }
-        true
+        if device.spec.critical_only {
+            return self.lane_admits(device);
+        }
+        self.open_to(device) && !(self.critical && devices.iter().any(|d| self.lane_admits(d)))
+    }
+
+    /// Whether `device` is in service, has not failed this partition, and is a CPU where
+    /// the route asks for one.
+    fn open_to(&self, device: &Device) -> bool {
+        device.in_service()
+            && !self.failed_on.contains(&device.index)
+            && !(self.cpu_only && device.spec.is_gpu)
+    }
+
+    /// Whether `device` is a critical lane that may take this partition now.
+    fn lane_admits(&self, device: &Device) -> bool {
+        device.spec.critical_only
+            && self.critical
+            && self.open_to(device)
+            && device.lane_holds(self.srs_points_bytes)
     }
 
     /// Whether any device may prove a partition on this route now.
@@ -292,8 +311,8 @@ pub(crate) fn retry_unverified(
         )));
     }
     let cpu_route = Route {
-        failed_on: Vec::new(),
         cpu_only: true,
+        ..Route::default()
     };
     if !cpu_route.has_taker(&shared.devices) {
         // Another daemon, or this one once a CPU device is back, may prove them.

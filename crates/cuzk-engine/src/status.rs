@@ -43,6 +43,9 @@ pub struct DeviceStatus {
     // Fault handling (see faults.rs).
     /// The CPU fallback device: proves only partitions no in-service device may take.
     pub fallback: bool,
+    /// A critical lane: proves only CRITICAL partitions, beside its GPU's regular device
+    /// (`DeviceSpec::critical_only`).
+    pub critical_only: bool,
     /// False once faults took the device out of service; no partition goes to it then.
     pub in_service: bool,
     /// Why it is out of service (empty while in service).

@@ -66,7 +66,12 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
             }
         };
         debug!(job = %job.id, partition = partition_idx, worker = %lane, "synthesis start");
-        if !Route::default().has_taker(&shared.devices) {
+        // Before its SRS is known, a lane counts as able to hold it.
+        let any_route = Route {
+            critical: job.priority == crate::Priority::Critical,
+            ..Route::default()
+        };
+        if !any_route.has_taker(&shared.devices) {
             let mut st = shared.state.lock();
             st.in_synthesis -= 1;
             let dropped =
@@ -129,6 +134,8 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
                 let route = Route {
                     failed_on: Vec::new(),
                     cpu_only,
+                    critical: job.priority == crate::Priority::Critical,
+                    srs_points_bytes: lease.srs().points_bytes(),
                 };
                 if route.has_taker(&shared.devices) {
                     let key = job.key(partition_idx);

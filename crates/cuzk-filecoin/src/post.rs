@@ -27,6 +27,7 @@ use filecoin_proofs_api::ApiVersion;
 use storage_proofs_core::{compound_proof::CompoundProof, proof::ProofScheme};
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector, Sector,
+    SectorProof,
 };
 
 use crate::native::NativeSector;
@@ -52,8 +53,7 @@ pub struct FallbackPoStProof<Tree: 'static + MerkleTreeTrait> {
     pub_inputs: fallback::PublicInputs<TreeDomain<Tree>>,
     partition_k: usize,
     vanilla: VanillaProof<Tree>,
-    /// A fake WindowPoSt request (`ParseOptions::fake_ok`): its proof is assembled
-    /// unverified.
+    /// A fake request (`ParseOptions::fake_ok`): its proof is assembled unverified.
     fake: bool,
 }
 
@@ -61,8 +61,8 @@ pub struct FallbackPoStProof<Tree: 'static + MerkleTreeTrait> {
 ///
 /// # Errors
 /// [`KindError::InvalidField`] naming `registered_proof`, `sector_size`, `randomness`,
-/// `vanilla_proofs` or `partition_index`. WindowPoSt vanilla proofs that do not verify are
-/// accepted only with `opts.fake_ok`.
+/// `vanilla_proofs` or `partition_index`. Vanilla proofs that do not verify are accepted
+/// only with `opts.fake_ok`.
 pub fn parse(
     kind: FilecoinKind,
     req: &ProofRequest,
@@ -152,24 +152,30 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
                     sectors: ours.clone(),
                     k: None,
                 };
-                let mut partitions = crate::guard("vanilla_proofs", || {
-                    filecoin_proofs::partition_vanilla_proofs(
-                        &cfg,
-                        &vanilla_params,
-                        &one_sector,
-                        1,
-                        &sectors,
-                    )
-                })?
-                .map_err(|e| {
-                    invalid(
-                        "vanilla_proofs",
-                        format!("do not verify against randomness and miner_id: {e:#}"),
-                    )
-                })?;
-                let vanilla = partitions
-                    .pop()
-                    .ok_or_else(|| invalid("vanilla_proofs", "no partition".into()))?;
+                let vanilla = if opts.fake_ok {
+                    partition::warn_fake(kind, size);
+                    // One sector: its count is checked just above.
+                    unchecked_winning(&sectors[0], vanilla_params.sector_count)
+                } else {
+                    let mut partitions = crate::guard("vanilla_proofs", || {
+                        filecoin_proofs::partition_vanilla_proofs(
+                            &cfg,
+                            &vanilla_params,
+                            &one_sector,
+                            1,
+                            &sectors,
+                        )
+                    })?
+                    .map_err(|e| {
+                        invalid(
+                            "vanilla_proofs",
+                            format!("do not verify against randomness and miner_id: {e:#}"),
+                        )
+                    })?;
+                    partitions
+                        .pop()
+                        .ok_or_else(|| invalid("vanilla_proofs", "no partition".into()))?
+                };
                 // As verify_winning_post: the sector repeated once per circuit "sector".
                 let repeated = ours
                     .iter()
@@ -271,7 +277,7 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStProof<Tree> {
             pub_inputs,
             partition_k,
             vanilla,
-            fake: opts.fake_ok && cfg.typ == PoStType::Window,
+            fake: opts.fake_ok,
         })
     }
 
@@ -311,6 +317,31 @@ fn unchecked_partition<Tree: 'static + MerkleTreeTrait>(
         .flat_map(|s| s.vanilla_proof.sectors.iter().cloned())
         .collect();
     while let Some(last) = proofs.last().filter(|_| proofs.len() < sector_count) {
+        proofs.push(last.clone());
+    }
+    fallback::Proof { sectors: proofs }
+}
+
+/// The WinningPoSt partition's vanilla proof as `partition_vanilla_proofs` lays it out
+/// (the one sector's inclusion proofs unrolled into one-challenge "sectors", `circuit_sectors`
+/// of them, the last repeated), without its verification: for fake requests only.
+fn unchecked_winning<Tree: 'static + MerkleTreeTrait>(
+    sector: &FallbackPoStSectorProof<Tree>,
+    circuit_sectors: usize,
+) -> VanillaProof<Tree> {
+    let mut proofs: Vec<_> = sector
+        .vanilla_proof
+        .sectors
+        .iter()
+        .flat_map(|s| {
+            s.inclusion_proofs.iter().map(|p| SectorProof {
+                inclusion_proofs: vec![p.clone()],
+                comm_c: s.comm_c,
+                comm_r_last: s.comm_r_last,
+            })
+        })
+        .collect();
+    while let Some(last) = proofs.last().filter(|_| proofs.len() < circuit_sectors) {
         proofs.push(last.clone());
     }
     fallback::Proof { sectors: proofs }

@@ -353,6 +353,82 @@ fn two_threads_prove_concurrently_on_one_backend() {
     assert_eq!(b.srs_uploads(), 1);
 }
 
+// See: #29. A critical lane is a second backend on the card's high-priority streams with
+// a token and budget of its own: it proves while the main backend's token is held and
+// while the main backend proves a larger circuit, and both give the CPU's sums.
+#[test]
+fn critical_lane_proves_beside_the_main_backend_with_the_cpus_sums() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let critical = dev.critical().expect("critical streams");
+    assert!(
+        critical.priority() <= dev.priority(),
+        "critical priority {} is not above the main {}",
+        critical.priority(),
+        dev.priority()
+    );
+    let second = critical.lane().expect("a second critical stream");
+    assert_eq!(
+        second.priority(),
+        critical.priority(),
+        "lanes keep the priority"
+    );
+    let (big_srs, big_asg) = circuit(&dev, 17, seed);
+    let (small_srs, small_asg) = circuit(&dev, 11, seed ^ 3);
+    let cpu = CpuBackend::new();
+    let want_big = cpu
+        .compute(&big_asg, &big_srs, &mut ProveReport::default())
+        .expect("cpu");
+    let want_small = cpu
+        .compute(&small_asg, &small_srs, &mut ProveReport::default())
+        .expect("cpu");
+    let main = GpuBackend::new(dev.clone());
+    let lane = GpuBackend::with_config(
+        critical,
+        GpuBackendConfig {
+            workers: 1,
+            vram_budget_bytes: Some(256 << 20),
+            ..GpuBackendConfig::default()
+        },
+    );
+
+    // The main backend's token held: the lane does not wait for it.
+    {
+        let _held = main.compute_token().acquire();
+        proves(&lane, &small_srs, &small_asg, seed);
+    }
+    let compute = |b: &GpuBackend, srs: &Srs, asg: &Assignment| {
+        b.compute(asg, srs, &mut ProveReport::default())
+            .unwrap_or_else(|e| panic!("seed {seed}: {} failed: {e}", b.name()))
+    };
+    let start = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        let big = s.spawn(|| {
+            start.wait();
+            (0..3)
+                .map(|_| compute(&main, &big_srs, &big_asg))
+                .collect::<Vec<_>>()
+        });
+        let small = s.spawn(|| {
+            start.wait();
+            (0..6)
+                .map(|_| compute(&lane, &small_srs, &small_asg))
+                .collect::<Vec<_>>()
+        });
+        for got in big.join().expect("main thread") {
+            assert_eq!(got, want_big, "seed {seed}: main backend");
+        }
+        for got in small.join().expect("lane thread") {
+            assert_eq!(got, want_small, "seed {seed}: critical lane");
+        }
+    });
+    proves(&main, &big_srs, &big_asg, seed);
+    assert!(
+        lane.vram_used_bytes() <= 256 << 20,
+        "the lane kept to its budget"
+    );
+}
+
 #[test]
 fn assignment_of_another_circuit_is_a_mismatch() {
     let Some(dev) = device() else { return };

@@ -71,6 +71,12 @@ pub struct GpuSection {
     /// Points per chunk of a streamed SRS, the largest tried (halves of it are tried when
     /// a mode does not fit); unset: 2^24.
     pub stream_chunk_points: Option<usize>,
+    /// Device bytes of each GPU's critical lane (#29): a second backend on the GPU's
+    /// highest-priority streams that proves only CRITICAL partitions (WinningPoSt) beside
+    /// the regular one, its bytes taken out of the GPU's budget; 0: no lane; unset: 1 GiB
+    /// where the GPU's budget is at least 32 GiB, else none (a 16 or 24 GiB card's PoRep
+    /// mode needs every byte).
+    pub critical_lane_bytes: Option<u64>,
     /// Device bytes an H window table may take (0: none); unset: the built-in choice.
     pub h_table_max_bytes: Option<u64>,
     /// Witness sums on a second stream; unset: the built-in choice.
@@ -457,6 +463,26 @@ mod tests {
         let shown = cfg.to_toml();
         assert!(shown.contains("stream_chunk_points = 2097152"), "{shown}");
         assert_eq!(DaemonConfig::parse(&shown), Ok(cfg));
+    }
+
+    #[test]
+    fn critical_lane_key_round_trips_through_toml() {
+        // See: #29. Off (0) and a size, as an operator writes them and `--print-config`
+        // shows them; unset stays unset (the automatic choice).
+        for bytes in [0u64, 1 << 30] {
+            let text = format!("[gpu]\ncritical_lane_bytes = {bytes}\n");
+            let cfg = DaemonConfig::parse(&text).expect("parses");
+            assert_eq!(cfg.gpu.critical_lane_bytes, Some(bytes));
+            let shown = cfg.to_toml();
+            assert!(
+                shown.contains(&format!("critical_lane_bytes = {bytes}")),
+                "{shown}"
+            );
+            assert_eq!(DaemonConfig::parse(&shown), Ok(cfg));
+        }
+        let unset = DaemonConfig::parse("[gpu]\n").expect("parses");
+        assert_eq!(unset.gpu.critical_lane_bytes, None);
+        assert!(!unset.to_toml().contains("critical_lane_bytes"));
     }
 
     #[test]

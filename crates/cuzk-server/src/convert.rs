@@ -136,7 +136,9 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
         gpus: s
             .devices
             .iter()
-            .filter(|d| d.is_gpu)
+            // One entry per card, as Curio counts them: a critical lane is a second
+            // prover on a card already listed (it is in `devices`).
+            .filter(|d| d.is_gpu && !d.critical_only)
             .map(|d| pb::GpuStatus {
                 ordinal: d.ordinal,
                 name: d.hardware.clone(),
@@ -206,6 +208,7 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
                 busy_ms: ms(d.busy),
                 current_job_id: d.current_job_id.clone(),
                 fallback: d.fallback,
+                critical_only: d.critical_only,
                 in_service: d.in_service,
                 out_of_service_reason: d.out_of_service_reason.clone(),
                 faults_total: d.faults_total,

@@ -31,13 +31,17 @@ pub struct Readiness {
 }
 
 /// Readiness from a status snapshot: not ready while draining or stopping, when no
-/// device other than the CPU fallback is in service (a daemon whose GPUs are all out of
-/// service still proves on the fallback, but far too slowly to take new work from a
-/// balancer), when a parameters file is there and broken (its jobs would fail at once,
+/// device other than the CPU fallback and the critical lanes is in service (a daemon whose
+/// GPUs are all out of service still proves on the fallback, but far too slowly to take
+/// new work from a balancer, and a lane proves only CRITICAL work), when a parameters file is there and broken (its jobs would fail at once,
 /// and a balancer would send this daemon more of them for finishing fast), or when there
 /// are no parameters to prove anything with.
 pub fn readiness(s: &EngineStatus) -> Readiness {
-    let regular: Vec<_> = s.devices.iter().filter(|d| !d.fallback).collect();
+    let regular: Vec<_> = s
+        .devices
+        .iter()
+        .filter(|d| !d.fallback && !d.critical_only)
+        .collect();
     let reason = if !s.accepting {
         "draining: not accepting jobs".to_string()
     } else if regular.is_empty() {

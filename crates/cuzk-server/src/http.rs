@@ -94,6 +94,7 @@ pub fn status_json(s: &EngineStatus) -> Value {
             "current_job_id": d.current_job_id,
             "current_proof_kind": d.current_kind.map(|k| k.as_str()),
             "fallback": d.fallback,
+            "critical_only": d.critical_only,
             "in_service": d.in_service,
             "out_of_service_reason": d.out_of_service_reason,
             "faults_total": d.faults_total,

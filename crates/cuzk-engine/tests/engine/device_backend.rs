@@ -166,6 +166,7 @@ fn stand_in_device(pinned: u64, workers: usize, streams: bool) -> (Arc<StandInDe
         vram_total_bytes: 1 << 30,
         backend: backend.clone(),
         workers: Some(workers),
+        critical_only: false,
     };
     (backend, device)
 }

@@ -103,6 +103,7 @@ fn faulty_gpu_streaming(
         vram_total_bytes: 1 << 30,
         backend: backend.clone(),
         workers: Some(workers),
+        critical_only: false,
     };
     (backend, spec, release)
 }

@@ -6,5 +6,6 @@ mod critical_lane;
 mod device_backend;
 mod device_faults;
 mod engine_jobs;
+mod gpu_lanes;
 mod support;
 mod synthesizers;

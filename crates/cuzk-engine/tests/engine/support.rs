@@ -121,7 +121,8 @@ impl Gate {
         self.cv.notify_all();
     }
 
-    fn pass(&self) {
+    /// Waits while the gate is closed.
+    pub fn pass(&self) {
         let mut closed = self.closed.lock();
         while *closed {
             self.cv.wait(&mut closed);

@@ -8,9 +8,10 @@ use cuzk_filecoin::testgen::{FakeRequest, PayloadShape};
 use cuzk_filecoin::{parse, parse_with, FilecoinKind, ParseOptions, SectorSize};
 use cuzk_groth16::KindError;
 
-const KINDS: [FilecoinKind; 3] = [
+const KINDS: [FilecoinKind; 4] = [
     FilecoinKind::PoRep,
     FilecoinKind::WindowPoSt,
+    FilecoinKind::WinningPoSt,
     FilecoinKind::SnapDeals,
 ];
 
@@ -73,6 +74,31 @@ fn fake_2kib_partitions_synthesize_to_the_real_circuit_with_the_verifiers_inputs
             "{kind} public inputs"
         );
     }
+}
+
+// See: #29. The 32 GiB WinningPoSt fake synthesizes to the production circuit's counts
+// (filecoin-facts: 370,590 constraints, 133 inputs, 375,210 aux), which the GPU's critical
+// lane is measured with.
+#[test]
+fn fake_32gib_winning_post_synthesizes_to_the_real_circuit() {
+    let kind = FilecoinKind::WinningPoSt;
+    let fake = FakeRequest::generate(kind, SectorSize::S32GiB, 5).expect("generate");
+    let proof = parse_with(
+        kind,
+        &fake.request,
+        &cuzk_filecoin::default_param_dir(),
+        FAKE_OK,
+    )
+    .expect("the fake parses with fake_ok");
+    let asg = proof
+        .synthesize(&cuzk_groth16::Synthesizer::default(), 0)
+        .expect("synthesize");
+    let shape = CircuitShape::of(kind, SectorSize::S32GiB);
+    assert_eq!((shape.constraints, shape.aux), (370_590, 375_210));
+    assert_eq!(asg.n_rows(), shape.constraints + shape.inputs, "rows");
+    assert_eq!(asg.aux_assignment.len(), shape.aux, "aux");
+    let inputs = proof.public_inputs(0).expect("inputs");
+    assert_eq!(asg.input_assignment[1..], inputs[..], "public inputs");
 }
 
 #[test]

@@ -20,6 +20,13 @@
 //! ([`crate::backend::residency`]); each is re-made, logged, only when a larger shape arrives. An
 //! SRS that does not fit the VRAM budget is streamed from host memory through pinned
 //! staging instead ([`crate::backend::sums::enqueue_streamed`]).
+//!
+//! A second backend on the same card, built on a [`Device::critical`] handle with a budget
+//! of its own, is a critical lane (#29): its token is its own, so it proves beside this
+//! card's token holder, its kernels' blocks dispatched first by their stream priority.
+//! That departs from one compute token per card on purpose: a WinningPoSt must not wait
+//! for a PoRep partition's token. The two budgets are split by the caller so that they
+//! never exceed the card's.
 
 mod ahead;
 pub mod budget;

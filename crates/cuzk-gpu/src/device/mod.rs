@@ -4,7 +4,9 @@
 //! no "current device"). It owns the CUDA context, a compute stream and a copy stream, and
 //! loads each kernel module lazily, once, for the device's own architecture. [`Device::lane`]
 //! gives a second handle on the same context and modules with its own compute stream, for
-//! work that runs beside the first handle's. Beside it: device memory ([`arena`]), pinned
+//! work that runs beside the first handle's; [`Device::critical`] gives one whose compute and
+//! copy streams have the device's greatest stream priority, for a small prove that must not
+//! wait behind a large one's blocks (#29). Beside it: device memory ([`arena`]), pinned
 //! host memory ([`pinned`]), the byte layout shared with the kernels ([`layout`]), NVRTC
 //! compilation and its disk cache ([`kernels`]), one safe wrapper per kernel (`launch`),
 //! uploads on the copy stream whose host bytes outlive their copies ([`upload`]) and the
@@ -41,6 +43,9 @@ pub struct Device {
     name: String,
     arch: String,
     sm_count: u32,
+    /// The CUDA stream priority of this handle's streams (0, the default, except on a
+    /// [`Device::critical`] handle); [`Device::lane`] creates its stream at the same one.
+    priority: i32,
     /// Shared with the device's lanes.
     loaded: Arc<Loaded>,
 }
@@ -147,12 +152,14 @@ impl Device {
             name,
             arch,
             sm_count,
+            priority: 0,
             loaded: Arc::default(),
         }))
     }
 
     /// Another handle on this device: the same context, copy stream and loaded modules,
-    /// with a compute stream of its own. Kernels launched through it run beside this
+    /// with a compute stream of its own at this handle's stream priority (a critical
+    /// handle's lane stays critical). Kernels launched through it run beside this
     /// handle's, ordered against them only by events; it shares the device's memory, so the
     /// caller keeps the two handles' buffers apart.
     ///
@@ -162,18 +169,70 @@ impl Device {
         let compute = drv(
             self.ordinal,
             || "create lane stream".into(),
-            self.ctx.new_stream(),
+            self.ctx.new_stream_with_priority(self.priority),
         )?;
-        Ok(Arc::new(Device {
+        Ok(self.with_streams(compute, self.copy.clone(), self.priority))
+    }
+
+    /// Another handle on this device for a critical prove (#29): the same context and loaded
+    /// modules, with a compute stream and a copy stream of its own, both at the device's
+    /// greatest stream priority. The block scheduler dispatches a high-priority stream's
+    /// pending blocks before a low-priority stream's, so a small prove's kernels run between
+    /// the waves of a large prove's kernels instead of after them; priority never preempts a
+    /// running block. The copy stream is its own because the main handle's fills with
+    /// streamed SRS chunks. Buffers are the caller's to keep apart, as with [`Device::lane`].
+    ///
+    /// # Errors
+    /// Driver errors reading the priority range or creating the streams.
+    pub fn critical(&self) -> Result<Arc<Device>> {
+        self.bind()?;
+        // (least, greatest): numerically lower is the higher priority.
+        let (_, greatest) = drv(
+            self.ordinal,
+            || "stream priority range".into(),
+            cudarc::driver::result::stream::get_priority_range(),
+        )?;
+        let stream = |what: &'static str| {
+            drv(
+                self.ordinal,
+                || format!("create critical {what} stream"),
+                self.ctx.new_stream_with_priority(greatest),
+            )
+        };
+        let compute = stream("compute")?;
+        let copy = stream("copy")?;
+        tracing::info!(
+            ordinal = self.ordinal,
+            priority = greatest,
+            "critical streams created"
+        );
+        Ok(self.with_streams(compute, copy, greatest))
+    }
+
+    /// The stream priority of this handle's streams: 0 by default, the device's greatest
+    /// (a negative number) on a [`Device::critical`] handle.
+    pub fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    /// A handle on this device's context and modules with the given streams.
+    fn with_streams(
+        &self,
+        compute: Arc<CudaStream>,
+        copy: Arc<CudaStream>,
+        priority: i32,
+    ) -> Arc<Device> {
+        Arc::new(Device {
             ordinal: self.ordinal,
             ctx: self.ctx.clone(),
             compute,
-            copy: self.copy.clone(),
+            copy,
             name: self.name.clone(),
             arch: self.arch.clone(),
             sm_count: self.sm_count,
+            priority,
             loaded: self.loaded.clone(),
-        }))
+        })
     }
 
     /// Makes this handle's compute stream wait for `ev` (recorded on any stream of the

@@ -1,5 +1,5 @@
 //! `cuzk gen request --fake`: writes a **fake** request of the true shape (PoRep C2,
-//! WindowPoSt partition or SnapDeals, any sector size up to 64 GiB) made from random data
+//! WindowPoSt partition, WinningPoSt or SnapDeals, any sector size up to 64 GiB) made from random data
 //! in seconds, for benchmarks at real size without sealing. Its proofs cannot verify; only
 //! `cuzk bench batch --fake` proves it (see `cuzk_filecoin::testgen::FakeRequest`).
 
@@ -20,16 +20,18 @@ Only `cuzk bench batch --fake --request FILE` proves it (the parse skips the van
 checks and the final verification only there); the daemon, `cuzk prove` and every
 production path refuse it. The file's first line says what it is; then bincode of the
 wire fields (the payload a client sends: the C1 wrapper JSON for porep, one bincode sector
-proof per sector for window-post, one bincode partition proof per partition for snap).
+proof per sector for window-post and winning-post, one bincode partition proof per
+partition for snap).
 
 At 32GiB: porep is 10 partitions x 18 challenges (~45 MB of JSON), window-post one
-partition of 2,349 sectors x 10 challenges, snap 16 partitions x 86 challenges.";
+partition of 2,349 sectors x 10 challenges, winning-post one sector x 66 challenges (one
+partition of 370,590 constraints), snap 16 partitions x 86 challenges.";
 
 /// Flags of `cuzk gen request`.
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Proof kind: porep, window-post or snap (no fake winning-post: it is one sector).
+    /// Proof kind: porep, window-post, winning-post or snap.
     #[arg(long)]
     pub kind: String,
     /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.

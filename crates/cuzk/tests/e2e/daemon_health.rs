@@ -154,7 +154,98 @@ fn failing_gpu() -> cuzk_engine::DeviceSpec {
         vram_total_bytes: 1 << 30,
         backend: std::sync::Arc::new(FailingGpu),
         workers: Some(1),
+        critical_only: false,
     }
+}
+
+/// A stand-in critical lane: the CPU backend with a VRAM budget that holds small SRSs.
+struct LaneStandIn(cuzk_groth16::CpuBackend);
+
+impl cuzk_groth16::Backend for LaneStandIn {
+    fn name(&self) -> String {
+        "lane:0".into()
+    }
+
+    fn vram_budget_bytes(&self) -> u64 {
+        1 << 30
+    }
+
+    fn compute(
+        &self,
+        asg: &cuzk_groth16::Assignment,
+        srs: &cuzk_groth16::Srs,
+        report: &mut cuzk_groth16::ProveReport,
+    ) -> Result<cuzk_groth16::MsmOutputs, cuzk_groth16::BackendError> {
+        self.0.compute(asg, srs, report)
+    }
+}
+
+// See: #29. The critical lane is a device of its own in GetStatus.devices and /metrics,
+// but not a second card in GetStatus.gpus (the wire's one entry per GPU), and it alone in
+// service does not make the daemon ready: it proves only CRITICAL work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn critical_lane_is_listed_as_a_device_not_a_card_and_not_as_readiness() {
+    let cfg = config("lane", |c| {
+        c.http_listen = "127.0.0.1:0".into();
+        c.engine.device_fault_threshold = 1;
+    });
+    let lane = cuzk_engine::DeviceSpec {
+        name: "gpu:0/critical".into(),
+        critical_only: true,
+        backend: std::sync::Arc::new(LaneStandIn(cuzk_groth16::CpuBackend::new())),
+        ..failing_gpu()
+    };
+    let daemon = cuzk_server::Daemon::start(
+        &cfg,
+        cuzk_engine::KindRegistry::with_synthetic(),
+        vec![failing_gpu(), lane],
+    )
+    .await
+    .expect("daemon starts");
+    let mut client = connect(daemon.grpc_addr()).await;
+    let mut critical = synthetic("lane-1", 5, 1, 1);
+    critical.priority = pb::Priority::Critical as i32;
+    let job = submit(&mut client, critical).await;
+    assert_eq!(
+        status_of(&wait(&mut client, &job).await),
+        pb::await_proof_response::Status::Completed
+    );
+    let status = client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .expect("status")
+        .into_inner();
+    assert_eq!(status.gpus.len(), 1, "{:?}", status.gpus);
+    let lane = status
+        .devices
+        .iter()
+        .find(|d| d.name == "gpu:0/critical")
+        .expect("lane listed");
+    assert!(lane.critical_only && lane.in_service, "{lane:?}");
+    let gpu = status
+        .devices
+        .iter()
+        .find(|d| d.name == "gpu:0")
+        .expect("gpu listed");
+    // The failing GPU never saw the CRITICAL job: the lane proved it.
+    assert!(gpu.in_service && gpu.faults_total == 0, "{gpu:?}");
+    let http = daemon.http_addr().expect("http");
+    let (_, metrics) = http_status(http, "/metrics").await;
+    assert!(
+        metrics.contains("cuzk_device_in_service{device=\"gpu:0/critical\"} 1"),
+        "{metrics}"
+    );
+
+    // A NORMAL job goes to the failing GPU (the lane does not take it), which goes out of
+    // service; the CPU fallback proves it. The lane alone does not make the daemon ready.
+    let job = submit(&mut client, synthetic("lane-2", 5, 1, 2)).await;
+    assert_eq!(
+        status_of(&wait(&mut client, &job).await),
+        pb::await_proof_response::Status::Completed
+    );
+    let body = http_until(http, "/ready", 503).await;
+    assert!(body.contains("no device in service"), "{body}");
+    daemon.shutdown().await.expect("shutdown");
 }
 
 // See: #18 item 8.

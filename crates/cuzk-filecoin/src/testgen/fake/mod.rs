@@ -65,8 +65,7 @@ impl FakeRequest {
     /// Makes a fake request of `kind` at `size` from `seed`, on all cores.
     ///
     /// # Errors
-    /// [`TestgenError`] when the kind has no fake generator (WinningPoSt) or a
-    /// filecoin-proofs set-up call fails.
+    /// [`TestgenError`] when a filecoin-proofs set-up call fails.
     pub fn generate(
         kind: FilecoinKind,
         size: SectorSize,
@@ -74,15 +73,10 @@ impl FakeRequest {
     ) -> Result<FakeRequest, TestgenError> {
         let request = match kind {
             FilecoinKind::PoRep => porep::request(size, seed)?,
-            FilecoinKind::WindowPoSt => post::window_request(size, seed)?,
-            FilecoinKind::SnapDeals => snap::request(size, seed)?,
-            FilecoinKind::WinningPoSt => {
-                return Err(TestgenError::Encode(
-                    "no fake generator for winning-post (one sector: seal a real one with \
-                     `cuzk gen sector`); fakes exist for porep, window-post and snap"
-                        .into(),
-                ))
+            FilecoinKind::WindowPoSt | FilecoinKind::WinningPoSt => {
+                post::request(kind, size, seed)?
             }
+            FilecoinKind::SnapDeals => snap::request(size, seed)?,
         };
         Ok(FakeRequest {
             kind,

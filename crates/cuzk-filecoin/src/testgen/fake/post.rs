@@ -1,8 +1,11 @@
-//! Fake WindowPoSt requests: one full partition (`sector_count` sectors: 2,349 at 32 GiB),
-//! each sector a bincode `FallbackPoStSectorProof` as filecoin-proofs-api's
+//! Fake PoSt requests. WindowPoSt: one full partition (`sector_count` sectors: 2,349 at
+//! 32 GiB), each sector a bincode `FallbackPoStSectorProof` as filecoin-proofs-api's
 //! `generate_single_vanilla_proof` returns it, with `challenge_count` (10) tree-R
 //! inclusion proofs at the leaves the verifier derives from the randomness and sector id
-//! (storage-proofs-post `fallback/vanilla.rs`).
+//! (storage-proofs-post `fallback/vanilla.rs`). WinningPoSt: the same with its own
+//! configuration, one sector (`sector_count` 1) with 66 inclusion proofs, at the leaves
+//! filecoin-proofs' `generate_fallback_sector_challenges` derives for sector index 0; the
+//! parser unrolls them into the circuit's 66 one-challenge "sectors" (#29).
 
 use bincode::Options as _;
 use cuzk_groth16::ProofRequest;
@@ -21,14 +24,18 @@ use crate::testgen::TestgenError;
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
-/// Random streams of the WindowPoSt generator.
+/// Random streams of the PoSt generator.
 const PART_PUBLIC: u64 = 11;
 const PART_SECTOR: u64 = 12;
 
-/// A fake WindowPoSt request (partition 0) at `size`.
-pub(super) fn window_request(size: SectorSize, seed: u64) -> Result<ProofRequest, TestgenError> {
-    let abi = Registered::default_abi(FilecoinKind::WindowPoSt, size);
-    let registered = crate::testgen::sector::post_proof(FilecoinKind::WindowPoSt, abi)?;
+/// A fake WindowPoSt (partition 0) or WinningPoSt request of `kind` at `size`.
+pub(super) fn request(
+    kind: FilecoinKind,
+    size: SectorSize,
+    seed: u64,
+) -> Result<ProofRequest, TestgenError> {
+    let abi = Registered::default_abi(kind, size);
+    let registered = crate::testgen::sector::post_proof(kind, abi)?;
     let cfg = registered.as_v1_config();
     let mut rng = item_rng(seed, PART_PUBLIC, 0);
     let randomness = random_bytes32(&mut rng);

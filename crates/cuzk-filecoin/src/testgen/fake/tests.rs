@@ -88,7 +88,7 @@ fn porep_64gib_fake_paths_have_the_top_level_and_a_deeper_tree_d() {
 #[test]
 fn window_post_32gib_fake_is_one_full_partition_of_2349_sectors() {
     let req = timed("window-post 32GiB fake", || {
-        post::window_request(SectorSize::S32GiB, 1)
+        post::request(FilecoinKind::WindowPoSt, SectorSize::S32GiB, 1)
     })
     .expect("generate");
     let shape = PayloadShape::of(FilecoinKind::WindowPoSt, &req).expect("decode");
@@ -187,10 +187,17 @@ fn request_files_round_trip_and_other_files_are_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+// See: #29 (a 32 GiB WinningPoSt measured under a PoRep load).
 #[test]
-fn winning_post_has_no_fake_generator() {
-    match FakeRequest::generate(FilecoinKind::WinningPoSt, SectorSize::S32GiB, 1) {
-        Err(TestgenError::Encode(msg)) => assert!(msg.contains("winning-post"), "{msg}"),
-        other => panic!("expected Encode, got {other:?}"),
-    }
+fn winning_post_32gib_fake_is_one_sector_of_66_challenges() {
+    let req = timed("winning-post 32GiB fake", || {
+        post::request(FilecoinKind::WinningPoSt, SectorSize::S32GiB, 1)
+    })
+    .expect("generate");
+    let shape = PayloadShape::of(FilecoinKind::WinningPoSt, &req).expect("decode");
+    assert_eq!((shape.partitions, shape.per_partition), (1, 1));
+    assert!(shape.uniform);
+    assert_eq!(shape.path("tree_r"), Some(&tree_r_32g()[..]));
+    assert_eq!(shape.count("challenges"), Some(66));
+    assert_eq!(shape.count("sector_proofs"), Some(1));
 }

@@ -10,6 +10,8 @@
 //! GPU), each device's busy fraction (time under its compute token ÷ wall time), the peak
 //! host memory of this process (VmHWM) and the published figure it compares against, as
 //! one JSON line on stdout and a table on stderr; `--timeline` writes the SVG picture.
+//! In-process, `--critical-request FILE` sends CRITICAL requests one at a time beside the
+//! load and reports their latencies on a line of their own (`critical.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use cuzk_engine::{
 use cuzk_filecoin::ParseOptions;
 use cuzk_server::{pb, Client, DaemonConfig, ListenAddr};
 
+mod critical;
 mod report;
 mod timeline;
 pub(crate) use report::peak_rss_bytes;
@@ -90,6 +93,18 @@ pub struct Args {
     /// In-process: prove on the CPU backend even when GPUs are present.
     #[arg(long)]
     pub no_gpu: bool,
+    /// In-process, with --fake: a FAKE request file (`cuzk gen request --fake`, e.g. a
+    /// 32 GiB winning-post) sent at CRITICAL priority beside the main load, one at a time,
+    /// from when the main load's first partition is proving; its latencies are reported on
+    /// a line of their own ("op":"batch_critical") and left out of the main report.
+    #[arg(long, requires = "fake")]
+    pub critical_request: Option<PathBuf>,
+    /// CRITICAL requests to send (with --critical-request).
+    #[arg(long, default_value_t = 5, requires = "critical_request")]
+    pub critical_count: usize,
+    /// Milliseconds between one CRITICAL request's completion and the next's submission.
+    #[arg(long, default_value_t = 1000, requires = "critical_request")]
+    pub critical_gap_ms: u64,
 }
 
 /// What one client saw of one proof.
@@ -127,6 +142,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(cuzk_filecoin::default_param_dir);
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
+    }
+    if args.critical_request.is_some() && args.critical_count == 0 {
+        bail!("--critical-count must be positive");
     }
     if workload.is_fake() {
         if args.connect.is_some() {
@@ -191,13 +209,27 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
         }
     };
     let circuit_id = workload.circuit_id();
+    let critical = match &args.critical_request {
+        Some(file) => {
+            let param_dir = args
+                .param_dir
+                .clone()
+                .unwrap_or_else(cuzk_filecoin::default_param_dir);
+            Some(Workload::fake_file(file, &param_dir)?)
+        }
+        None => None,
+    };
     // Load (or generate) the parameters first: the figures are for proving, not set-up.
     let t = Instant::now();
     match &target {
         Target::Local(engine) => {
-            let engine = engine.clone();
-            let id = circuit_id.clone();
-            tokio::task::spawn_blocking(move || engine.preload_srs(&id)).await??;
+            let ids = std::iter::once(circuit_id.clone())
+                .chain(critical.as_ref().map(Workload::circuit_id))
+                .collect::<Vec<_>>();
+            for id in ids {
+                let engine = engine.clone();
+                tokio::task::spawn_blocking(move || engine.preload_srs(&id)).await??;
+            }
         }
         Target::Remote(addr) => {
             let mut client = cuzk_server::connect(addr)
@@ -239,16 +271,41 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
             anyhow::Ok(samples)
         }));
     }
+    let main_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let critical_task = match (&target, &critical) {
+        (Target::Local(engine), Some(w)) => Some(tokio::spawn(critical::run(
+            engine.clone(),
+            w.clone(),
+            args.critical_count,
+            Duration::from_millis(args.critical_gap_ms),
+            main_done.clone(),
+        ))),
+        _ => None,
+    };
     let mut samples = Vec::new();
     for c in clients {
         samples.extend(c.await??);
     }
     let wall = started.elapsed();
+    main_done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let critical_samples = match critical_task {
+        Some(task) => task.await??,
+        None => Vec::new(),
+    };
     let filecoin_checked = filecoin_check(&workload, &samples).await?;
     let (events, now_us) = timeline(&target, since_us).await?;
     let events: Vec<TimelineEvent> = events
         .into_iter()
         .filter(|e| e.start_us >= since_us)
+        .collect();
+    if let Some(w) = &critical {
+        let gap = Duration::from_millis(args.critical_gap_ms);
+        critical::report(w, gap, &critical_samples, &events);
+    }
+    // The main load's report is the load's alone.
+    let events: Vec<TimelineEvent> = events
+        .into_iter()
+        .filter(|e| !critical_samples.iter().any(|c| c.job_id == e.job_id))
         .collect();
     let run = Run {
         args: &args,

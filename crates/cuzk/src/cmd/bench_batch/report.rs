@@ -11,7 +11,7 @@ use cuzk_engine::{Priority, TimelineEvent};
 use super::workload::Workload;
 use super::{Args, Sample};
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(super) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

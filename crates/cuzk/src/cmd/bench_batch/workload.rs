@@ -2,6 +2,7 @@
 //! (real from a test sector, or fake from `cuzk gen request`) proved over and over; and
 //! the published figure each case compares against.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
@@ -70,6 +71,26 @@ impl Workload {
             }
             _ => bail!("--kind {kind} needs --sector DIR (real) or --request FILE --fake (fake)"),
         };
+        let param_dir = args
+            .param_dir
+            .clone()
+            .unwrap_or_else(cuzk_filecoin::default_param_dir);
+        Workload::filecoin(kind, request, fake, manifest, &param_dir)
+    }
+
+    /// A fake request file's workload, of the kind the file says (`--critical-request`).
+    pub(super) fn fake_file(file: &Path, param_dir: &Path) -> anyhow::Result<Workload> {
+        let fake = FakeRequest::read(file)?;
+        Workload::filecoin(fake.kind, fake.request, true, None, param_dir)
+    }
+
+    fn filecoin(
+        kind: FilecoinKind,
+        request: ProofRequest,
+        fake: bool,
+        manifest: Option<Arc<SectorManifest>>,
+        param_dir: &Path,
+    ) -> anyhow::Result<Workload> {
         let wire = cuzk_filecoin::engine::KINDS
             .iter()
             .find(|(_, k)| *k == kind)
@@ -77,12 +98,8 @@ impl Workload {
             .context("no wire kind")?;
         // Parsed here once for the circuit id and the partition count; the engine parses
         // each submission again, as it would a client's.
-        let param_dir = args
-            .param_dir
-            .clone()
-            .unwrap_or_else(cuzk_filecoin::default_param_dir);
         let parsed =
-            cuzk_filecoin::parse_with(kind, &request, &param_dir, ParseOptions { fake_ok: fake })
+            cuzk_filecoin::parse_with(kind, &request, param_dir, ParseOptions { fake_ok: fake })
                 .with_context(|| format!("parsing the {kind} request"))?;
         Ok(Workload::Filecoin {
             kind,

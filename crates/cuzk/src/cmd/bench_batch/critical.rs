@@ -1,0 +1,138 @@
+//! `--critical-request`: CRITICAL requests sent beside the main load, the way a miner's
+//! WinningPoSt arrives while its GPUs prove PoRep (#29). Once the main load's first
+//! partition is proving, one request at a time: each is submitted at CRITICAL priority
+//! when the previous one has completed and `--critical-gap-ms` has passed. The report is
+//! one JSON line of its own (`"op":"batch_critical"`): each latency (submit to proof), the
+//! device whose prove worker proved it, whether the main load was still running when it
+//! completed, and the p50 and max. The main load's report leaves these jobs out.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use cuzk_engine::{AwaitOutcome, Engine, JobSpec, JobState, Priority, Stage, TimelineEvent};
+
+use super::report::percentile;
+use super::workload::Workload;
+
+/// How long to wait for the main load's first partition to reach a device.
+const START_LIMIT: Duration = Duration::from_secs(3600);
+
+/// One CRITICAL request as the client saw it.
+pub(super) struct CriticalSample {
+    pub(super) job_id: String,
+    latency: Duration,
+    ok: bool,
+    error: String,
+    /// Time under the compute token (the engine's figure).
+    compute: Duration,
+    /// Whether the main load was still running when it completed.
+    beside_load: bool,
+}
+
+/// Sends `count` CRITICAL requests of `workload`, one after another with `gap` between,
+/// starting once a partition of the main load is proving; `main_done` says when the main
+/// load has finished.
+pub(super) async fn run(
+    engine: Arc<Engine>,
+    workload: Workload,
+    count: usize,
+    gap: Duration,
+    main_done: Arc<AtomicBool>,
+) -> anyhow::Result<Vec<CriticalSample>> {
+    let waited = Instant::now();
+    while !proving(&engine) {
+        if main_done.load(Ordering::Relaxed) || waited.elapsed() > START_LIMIT {
+            bail!("the main load never had a partition proving: nothing to measure beside");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut samples = Vec::with_capacity(count);
+    for i in 0..count {
+        if i > 0 {
+            tokio::time::sleep(gap).await;
+        }
+        let (kind, request) = workload.job(i);
+        let job = JobSpec {
+            request_id: format!("critical-{i}"),
+            kind,
+            priority: Some(Priority::Critical),
+            request,
+        };
+        let t = Instant::now();
+        let submit = engine.clone();
+        let out = tokio::task::spawn_blocking(move || submit.submit(job)).await??;
+        let AwaitOutcome::Finished(o) = engine.await_job(&out.job_id, None).await? else {
+            bail!("await without a timeout timed out");
+        };
+        samples.push(CriticalSample {
+            job_id: out.job_id,
+            latency: t.elapsed(),
+            ok: o.state == JobState::Completed,
+            error: o.error.clone(),
+            compute: o.timings.compute,
+            beside_load: !main_done.load(Ordering::Relaxed),
+        });
+    }
+    Ok(samples)
+}
+
+/// Whether a partition is on a device now.
+fn proving(engine: &Engine) -> bool {
+    engine
+        .status()
+        .partitions_by_stage
+        .iter()
+        .any(|(stage, n)| *stage == "proving" && *n > 0)
+}
+
+/// Prints the CRITICAL requests' JSON line (stdout) and a line on stderr; `events` is the
+/// run's timeline, which names the device of each prove.
+pub(super) fn report(
+    workload: &Workload,
+    gap: Duration,
+    samples: &[CriticalSample],
+    events: &[TimelineEvent],
+) {
+    let device_of = |job_id: &str| {
+        events
+            .iter()
+            .filter(|e| e.job_id == job_id && e.stage == Stage::Compute)
+            .map(|e| e.device.clone())
+            .next_back()
+            .unwrap_or_default()
+    };
+    let mut sorted: Vec<f64> = samples.iter().map(|s| s.latency.as_secs_f64()).collect();
+    sorted.sort_by(f64::total_cmp);
+    let failed: Vec<&str> = samples
+        .iter()
+        .filter(|s| !s.ok)
+        .map(|s| s.error.as_str())
+        .collect();
+    let line = serde_json::json!({
+        "op": "batch_critical",
+        "case": workload.label(),
+        "circuit_id": workload.circuit_id(),
+        "fake": workload.is_fake(),
+        "count": samples.len(),
+        "gap_ms": gap.as_millis() as u64,
+        "failed": failed.len(),
+        "errors": failed,
+        "critical_p50_s": percentile(&sorted, 0.5),
+        "critical_max_s": sorted.last().copied().unwrap_or(0.0),
+        "latencies_s": samples.iter().map(|s| s.latency.as_secs_f64()).collect::<Vec<_>>(),
+        "compute_ms": samples.iter().map(|s| s.compute.as_secs_f64() * 1e3).collect::<Vec<_>>(),
+        "devices": samples.iter().map(|s| device_of(&s.job_id)).collect::<Vec<_>>(),
+        "beside_load": samples.iter().filter(|s| s.beside_load).count(),
+    });
+    println!("{line}");
+    eprintln!(
+        "critical {}: {} requests, p50 {:.3} s, max {:.3} s, {} completed beside the main load",
+        workload.label(),
+        samples.len(),
+        percentile(&sorted, 0.5),
+        sorted.last().copied().unwrap_or(0.0),
+        samples.iter().filter(|s| s.beside_load).count()
+    );
+}
