@@ -70,7 +70,9 @@
 #             a 32 GiB PoRep load (WINNING32_COUNT (4) proofs from 2 clients) with
 #             WINNING32_CRITICAL (5) CRITICAL WinningPoSt requests sent one at a time beside it
 #             (WINNING32_GAP_MS (2000) after each completes): "lane" with a 1 GiB critical
-#             lane ([gpu] critical_lane_bytes), "off" with none (the baseline). Greppable:
+#             lane ([gpu] critical_lane_bytes), "yield" the same with the main streams
+#             yielding to it (CUZK_GPU_CRITICAL_YIELD=1), "off" with none (the baseline;
+#             WINNING32_CASES="lane yield off" for all three). Greppable:
 #             `"op":"batch_critical"` (critical_p50_s, critical_max_s, devices) and
 #             `"op":"batch"` (the load's s/proof) in $OUT/batch-winning32-CASE.log; each
 #             case takes ~3 min (#29)
@@ -515,14 +517,17 @@ part_winning32() {
     tee "$OUT/params-winning-32g.log"
   for case in ${WINNING32_CASES:-lane off}; do
     cfg=$OUT/winning32-$case.toml
+    local yield=0
     case $case in
       lane) printf '[gpu]\ncritical_lane_bytes = 1073741824\n' > "$cfg" ;;
+      yield) printf '[gpu]\ncritical_lane_bytes = 1073741824\n' > "$cfg"; yield=1 ;;
       *) printf '[gpu]\ncritical_lane_bytes = 0\n' > "$cfg" ;;
     esac
     t "$n whole 32 GiB PoRep proofs from 2 clients, ${WINNING32_CRITICAL:-5} CRITICAL 32 GiB WinningPoSt beside them, critical lane: $case"
     memwatch "$OUT/mem-winning32-$case.log" &
     watch=$!
-    RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info timeout -k 10 "${WINNING32_TIMEOUT:-280}" \
+    CUZK_GPU_CRITICAL_YIELD=$yield RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info \
+      timeout -k 10 "${WINNING32_TIMEOUT:-280}" \
       "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
       --param-dir /tmp/p32 --config "$cfg" --critical-request "$req" \
       --critical-count "${WINNING32_CRITICAL:-5}" --critical-gap-ms "${WINNING32_GAP_MS:-2000}" \

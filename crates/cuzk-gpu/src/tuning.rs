@@ -50,6 +50,11 @@ pub struct GpuTuning {
     /// For measuring the device's products against the host's where both fit (a streamed
     /// SRS on a 48 or 80 GB card); default: on the device whenever they fit.
     pub host_abc: bool,
+    /// Whether a card's critical lane makes the card's other streams wait at their yield
+    /// points while it proves (`device/gate.rs`, `CUZK_GPU_CRITICAL_YIELD=1`). Off until
+    /// measured on a device: stream priority alone took a 32 GiB WinningPoSt from
+    /// 4.47 to 1.49 s (p50) beside a 32 GiB PoRep load on an H100 (#29).
+    pub critical_yield: bool,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
     pub nvrtc_options: Vec<String>,
@@ -67,7 +72,7 @@ impl GpuTuning {
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
     /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_GPU_WIDE_SPLIT=0|1`,
     /// `CUZK_GPU_H_ACC=0|off|c`, `CUZK_GPU_NTT_TWIST=two-level`, `CUZK_GPU_HOST_ABC=1`,
-    /// `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
+    /// `CUZK_GPU_CRITICAL_YIELD=1`, `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
     }
@@ -102,6 +107,9 @@ impl GpuTuning {
         }
         if var("CUZK_GPU_HOST_ABC").as_deref() == Some("1") {
             self.host_abc = true;
+        }
+        if var("CUZK_GPU_CRITICAL_YIELD").as_deref() == Some("1") {
+            self.critical_yield = true;
         }
         match var("CUZK_GPU_WIDE_SPLIT").as_deref() {
             Some("1") => self.wide_split = Some(true),
@@ -176,6 +184,10 @@ mod tests {
         assert!(!t.host_abc);
         let t = GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_HOST_ABC").then(|| "1".into()));
         assert!(t.host_abc);
+        assert!(!GpuTuning::default().critical_yield);
+        let t = GpuTuning::default()
+            .with_vars(|k| (k == "CUZK_GPU_CRITICAL_YIELD").then(|| "1".into()));
+        assert!(t.critical_yield);
     }
 
     #[test]

@@ -359,8 +359,72 @@ fn two_threads_prove_concurrently_on_one_backend() {
 #[test]
 fn critical_lane_proves_beside_the_main_backend_with_the_cpus_sums() {
     let Some(dev) = device() else { return };
+    critical_lane_beside_main(&dev, dev.critical().expect("critical streams"));
+}
+
+// See: #29. The same with the main backend yielding to the lane (`device/gate.rs`): its
+// streams wait at their yield points while the lane proves, and the sums stay the CPU's.
+#[test]
+fn a_yielding_critical_lane_proves_beside_the_main_backend_with_the_cpus_sums() {
+    let Some(dev) = device() else { return };
+    let critical = dev.critical_yielding().expect("critical streams and gate");
+    critical_lane_beside_main(&dev, critical);
+}
+
+// See: #29. A held gate stops the main stream at its yield point, and lowering it (from
+// the host on drop, or from the critical stream) lets it go on.
+#[test]
+fn a_held_yield_gate_stops_the_main_stream_until_it_is_lowered() {
+    let Some(dev) = device() else { return };
+    let critical = dev.critical_yielding().expect("critical streams and gate");
+    assert!(
+        dev.hold_gate().is_none(),
+        "only a critical handle holds the gate"
+    );
+    let passed = |hold: cuzk_gpu::device::gate::GateHold,
+                  lower: &dyn Fn(&cuzk_gpu::device::gate::GateHold)| {
+        dev.yield_point().expect("yield point");
+        let ev = dev.timing_event().expect("event");
+        dev.record(&ev).expect("record");
+        critical
+            .yield_point()
+            .expect("a critical handle never waits");
+        let crit_ev = critical.timing_event().expect("event");
+        critical.record(&crit_ev).expect("record");
+        critical
+            .wait_event(&crit_ev)
+            .expect("the critical stream runs on");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !dev.event_done(&ev).expect("query"),
+            "the main stream passed a raised gate"
+        );
+        lower(&hold);
+        let t = std::time::Instant::now();
+        while !dev.event_done(&ev).expect("query") {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(1),
+                "the main stream still waits a second after the gate was lowered"
+            );
+            std::thread::yield_now();
+        }
+        hold
+    };
+    // Lowered by dropping the hold (the host).
+    drop(passed(critical.hold_gate().expect("a gate"), &|_| {}));
+    // Lowered by the critical stream, the hold still alive.
+    let hold = passed(critical.hold_gate().expect("a gate"), &|h| {
+        critical.lower_gate_after(h).expect("lower on the stream")
+    });
+    drop(hold);
+    // A lowered gate does not stop the main stream.
+    dev.yield_point().expect("yield point");
+    dev.sync_compute().expect("the main stream runs on");
+}
+
+fn critical_lane_beside_main(dev: &Arc<Device>, critical: Arc<Device>) {
+    let dev = dev.clone();
     let seed = seed();
-    let critical = dev.critical().expect("critical streams");
     assert!(
         critical.priority() <= dev.priority(),
         "critical priority {} is not above the main {}",

@@ -261,6 +261,12 @@ impl GpuBackend {
         let work = Work::carve(dev, call, arena, &plan, vecs)?;
         let mut timer = StageTimer::start(dev)?;
         report.push(ProveStage::GpuSetup, t.elapsed());
+        // On a card's critical lane: the card's other streams wait at their yield points
+        // from here until this prove's kernels are done (`device/gate.rs`). The arena and
+        // the lane's stream are made above: nothing below synchronizes the device, which
+        // would wait for those streams while they wait for this thread (the gate's
+        // watchdog ends such a wait after `HOLD_LIMIT`).
+        let gate = dev.hold_gate();
 
         // A streamed SRS from registered memory, with the L and A scalars on the device as
         // soon as the quotient is done: all five sums run through one ring.
@@ -270,6 +276,7 @@ impl GpuBackend {
             return self.ring_prove(&work, reg, &work.ring_bufs, timer, report, ready);
         }
         // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
+        dev.yield_point()?;
         self.quotient(&work, ready)?;
         timer.mark(ProveStage::NttH)?;
         let lane_timer = match resident {
@@ -279,6 +286,9 @@ impl GpuBackend {
                 None
             }
         };
+        if let Some(g) = &gate {
+            dev.lower_gate_after(g)?;
+        }
         self.finish(
             &plan,
             shape,
@@ -343,6 +353,7 @@ impl GpuBackend {
         r.with_regions(|q| {
             let scratch = [work.region(plan.scratch[0])?, work.region(plan.scratch[1])?];
             let h = &plan.sums[Query::H as usize];
+            dev.yield_point()?;
             self.enqueue_resident(dev, h, &q, &scratch[0], work)?;
             timer.mark(ProveStage::MsmH)?;
             let (wdev, wscratch, wtimer) = match lane {
@@ -355,6 +366,7 @@ impl GpuBackend {
             ready(3, Some(wdev))?;
             ready(4, Some(wdev))?;
             for sum in &plan.sums[1..] {
+                wdev.yield_point()?;
                 self.enqueue_resident(wdev, sum, &q, wscratch, work)?;
                 wtimer.mark(stage_of(sum.query))?;
             }

@@ -123,6 +123,7 @@ impl GpuBackend {
             let mut copies = 0;
             copy_ready(ring, &mut copies, 0)?;
             let span = ring.span_begin(dev, "quotient")?;
+            dev.yield_point()?;
             self.quotient(work, ready)?;
             if split && last_l.is_none() {
                 dev.record(&a_free)?;
@@ -157,6 +158,7 @@ impl GpuBackend {
                         "ring chunk {i} summed before its copy was enqueued"
                     )));
                 }
+                dev.yield_point()?;
                 ring.sum(dev, &scratch, &group[g], j, places[i], &work.outputs)?;
                 if split && last_l == Some(i) {
                     dev.record(&a_free)?;
@@ -247,6 +249,7 @@ impl GpuBackend {
             }
             let host = host_points(call.srs, sum.query);
             let sc = work.scalars.of(sum.query, sum.n)?;
+            dev.yield_point()?;
             enqueue_streamed(dev, sb, sum, host, reg, &sc, &work.outputs)?;
             timer.mark(call.stage())?;
         }

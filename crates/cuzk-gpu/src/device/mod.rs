@@ -14,6 +14,7 @@
 //! `crate::ops`; nothing here knows a prove.
 
 pub mod arena;
+pub mod gate;
 pub mod kernels;
 pub(crate) mod launch;
 pub mod layout;
@@ -46,6 +47,9 @@ pub struct Device {
     /// The CUDA stream priority of this handle's streams (0, the default, except on a
     /// [`Device::critical`] handle); [`Device::lane`] creates its stream at the same one.
     priority: i32,
+    /// Whether this handle is a [`Device::critical`] one (or a lane of one): it holds the
+    /// card's yield gate while it proves and never waits at it.
+    critical: bool,
     /// Shared with the device's lanes.
     loaded: Arc<Loaded>,
 }
@@ -57,6 +61,8 @@ struct Loaded {
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
     /// The first traced prove's start: every span of a [`timer::Trace`] is timed from it.
     trace_base: OnceLock<CudaEvent>,
+    /// The card's yield gate, made by the first [`Device::critical_yielding`] handle.
+    gate: OnceLock<Arc<gate::YieldGate>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -153,6 +159,7 @@ impl Device {
             arch,
             sm_count,
             priority: 0,
+            critical: false,
             loaded: Arc::default(),
         }))
     }
@@ -171,7 +178,7 @@ impl Device {
             || "create lane stream".into(),
             self.ctx.new_stream_with_priority(self.priority),
         )?;
-        Ok(self.with_streams(compute, self.copy.clone(), self.priority))
+        Ok(self.with_streams(compute, self.copy.clone(), self.priority, self.critical))
     }
 
     /// Another handle on this device for a critical prove (#29): the same context and loaded
@@ -206,7 +213,54 @@ impl Device {
             priority = greatest,
             "critical streams created"
         );
-        Ok(self.with_streams(compute, copy, greatest))
+        Ok(self.with_streams(compute, copy, greatest, true))
+    }
+
+    /// A [`Device::critical`] handle that also makes the card's other handles yield to it
+    /// (`gate.rs`): while it proves, their streams wait at their yield points, so its
+    /// kernels need not wait for SM slots that their blocks free.
+    ///
+    /// # Errors
+    /// As `critical`; driver errors making the gate.
+    pub fn critical_yielding(&self) -> Result<Arc<Device>> {
+        let dev = self.critical()?;
+        if self.loaded.gate.get().is_none() {
+            let gate = gate::YieldGate::new(self.ordinal, &self.ctx)?;
+            // A gate made by another thread meanwhile wins; this one ends with its drop.
+            let _ = self.loaded.gate.set(gate);
+        }
+        Ok(dev)
+    }
+
+    /// Where a long prove steps aside for the card's critical lane: this handle's compute
+    /// stream waits here while a critical prove holds the gate. Nothing on a card without
+    /// a yielding critical handle, and on a critical handle.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn yield_point(&self) -> Result<()> {
+        match self.loaded.gate.get() {
+            Some(g) if !self.critical => g.wait_on(&self.compute),
+            _ => Ok(()),
+        }
+    }
+
+    /// Raises the card's yield gate for this critical handle's prove, until the hold is
+    /// dropped; `None` on other handles or without a gate.
+    pub fn hold_gate(&self) -> Option<gate::GateHold> {
+        match self.loaded.gate.get() {
+            Some(g) if self.critical => Some(g.hold()),
+            _ => None,
+        }
+    }
+
+    /// Lowers `hold`'s gate once this handle's compute stream is done with the work
+    /// enqueued so far.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn lower_gate_after(&self, hold: &gate::GateHold) -> Result<()> {
+        hold.lower_after(&self.compute)
     }
 
     /// The stream priority of this handle's streams: 0 by default, the device's greatest
@@ -221,6 +275,7 @@ impl Device {
         compute: Arc<CudaStream>,
         copy: Arc<CudaStream>,
         priority: i32,
+        critical: bool,
     ) -> Arc<Device> {
         Arc::new(Device {
             ordinal: self.ordinal,
@@ -231,6 +286,7 @@ impl Device {
             arch: self.arch.clone(),
             sm_count: self.sm_count,
             priority,
+            critical,
             loaded: self.loaded.clone(),
         })
     }

@@ -95,7 +95,11 @@ pub fn gpu_specs(
         if split.lane_bytes == 0 {
             continue;
         }
-        match dev.critical() {
+        let handle = match cuzk_gpu::tuning::tuning().critical_yield {
+            true => dev.critical_yielding(),
+            false => dev.critical(),
+        };
+        match handle {
             Ok(handle) => {
                 let lane = GpuBackend::with_config(handle, lane_cfg);
                 // Fixed now, at start, as the regular budget: the engine's routing reads
