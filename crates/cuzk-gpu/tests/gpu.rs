@@ -381,8 +381,12 @@ fn a_held_yield_gate_stops_the_main_stream_until_it_is_lowered() {
         dev.hold_gate().is_none(),
         "only a critical handle holds the gate"
     );
-    let passed = |hold: cuzk_gpu::device::gate::GateHold,
-                  lower: &dyn Fn(&cuzk_gpu::device::gate::GateHold)| {
+    use cuzk_gpu::device::gate::GateHold;
+    // Raises the gate, checks that the main stream waits at its yield point while the
+    // critical stream runs on, lowers it with `lower` (which keeps the hold or drops it),
+    // and checks that the main stream goes on within a second.
+    let passed = |lower: &dyn Fn(GateHold) -> Option<GateHold>| {
+        let hold = critical.hold_gate().expect("a gate");
         dev.yield_point().expect("yield point");
         let ev = dev.timing_event().expect("event");
         dev.record(&ev).expect("record");
@@ -399,7 +403,7 @@ fn a_held_yield_gate_stops_the_main_stream_until_it_is_lowered() {
             !dev.event_done(&ev).expect("query"),
             "the main stream passed a raised gate"
         );
-        lower(&hold);
+        let kept = lower(hold);
         let t = std::time::Instant::now();
         while !dev.event_done(&ev).expect("query") {
             assert!(
@@ -408,18 +412,42 @@ fn a_held_yield_gate_stops_the_main_stream_until_it_is_lowered() {
             );
             std::thread::yield_now();
         }
-        hold
+        drop(kept);
     };
     // Lowered by dropping the hold (the host).
-    drop(passed(critical.hold_gate().expect("a gate"), &|_| {}));
-    // Lowered by the critical stream, the hold still alive.
-    let hold = passed(critical.hold_gate().expect("a gate"), &|h| {
-        critical.lower_gate_after(h).expect("lower on the stream")
+    passed(&|h| {
+        drop(h);
+        None
     });
-    drop(hold);
+    // Lowered by the critical stream, the hold still alive.
+    passed(&|h| {
+        critical.lower_gate_after(&h).expect("lower on the stream");
+        Some(h)
+    });
     // A lowered gate does not stop the main stream.
     dev.yield_point().expect("yield point");
     dev.sync_compute().expect("the main stream runs on");
+    // A hold kept too long is lowered by the watchdog: the main stream waits about
+    // HOLD_LIMIT, then goes on.
+    let limit = cuzk_gpu::device::gate::HOLD_LIMIT;
+    let hold = critical.hold_gate().expect("a gate");
+    let t = std::time::Instant::now();
+    dev.yield_point().expect("yield point");
+    let ev = dev.timing_event().expect("event");
+    dev.record(&ev).expect("record");
+    while !dev.event_done(&ev).expect("query") {
+        assert!(
+            t.elapsed() < limit + std::time::Duration::from_secs(1),
+            "the watchdog did not lower a stale hold"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        t.elapsed() + std::time::Duration::from_millis(100) >= limit,
+        "the main stream went on after {:?}, before the hold was stale",
+        t.elapsed()
+    );
+    drop(hold);
 }
 
 fn critical_lane_beside_main(dev: &Arc<Device>, critical: Arc<Device>) {
