@@ -65,6 +65,7 @@ def summarize(line):
         "copy_busy_ms": round(union(clip(copy, start, end)), 1),
         "head_copy_ms": round(union(clip(copy, float("-inf"), start)), 1),
         "quotient_start_ms": None if q is None else round(q[0], 1),
+        "host": line.get("host", []),
         "per_query": per,
     }
 
@@ -83,6 +84,12 @@ def main(path):
         # slot, the a upload, the token).
         q0 = r["quotient_start_ms"]
         r["handover_ms"] = None if prev is None or q0 is None else round(q0 - prev["end_ms"], 1)
+        # The host's steps in that handover (events recorded on the idle compute stream):
+        # the previous call's return, this call's slot, copies enqueued, token, set-up and
+        # ring, each from the previous prove's last span.
+        if prev is not None and r["host"]:
+            r["host_after_prev_ms"] = {k: round(t - prev["end_ms"], 1) for k, t in r["host"]}
+        r.pop("host")
         r["cycle_ms"] = None if prev is None else round(r["end_ms"] - prev["end_ms"], 1)
         print(json.dumps(r))
     steady = rows[1:] or rows
@@ -94,6 +101,12 @@ def main(path):
     for k in ("cycle_ms", "handover_ms", "quotient_ms", "quotient_to_sums_ms", "group_ms",
               "compute_busy_ms", "copy_busy_ms", "head_copy_ms"):
         out[k] = mean(k)
+    marks = {}
+    for r in steady:
+        for k, v in r.get("host_after_prev_ms", {}).items():
+            marks.setdefault(k, []).append(v)
+    if marks:
+        out["host_after_prev_ms"] = {k: round(sum(v) / len(v), 1) for k, v in marks.items()}
     qs = {}
     for r in steady:
         for q, d in r["per_query"].items():

@@ -517,6 +517,7 @@ impl GpuBackend {
             None => events()?,
         };
         let slot = slot?;
+        self.host_mark("slot");
         let used = slot.device_range(&shape, lean)?;
         let vecs = SlotVecs::new(&used, &shape, at)?;
         let [a_done, b_done, c_done] = abc_done;
@@ -572,9 +573,11 @@ impl GpuBackend {
                 send_b(g)?;
             }
         }
+        self.host_mark("sent");
         let token = self.token.acquire();
         let wait = t.elapsed();
         report.push(ProveStage::TokenWait, wait);
+        self.host_mark("token");
 
         let held = Instant::now();
         let mut shared = self.shared.lock();
@@ -634,6 +637,7 @@ impl GpuBackend {
         drop(shared);
         drop(token);
         drop(slot);
+        self.host_mark("returned");
         out
     }
 }

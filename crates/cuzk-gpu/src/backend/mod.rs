@@ -175,7 +175,15 @@ pub struct GpuBackend {
     host_abc_calls: AtomicU64,
     /// Slots of the last streamed prove's ring (0 before any; `streamed.rs`).
     ring_slots: AtomicUsize,
+    /// Traced only (`CUZK_GPU_TRACE`): events recorded on the compute stream at the host's
+    /// steps between one traced prove's kernels and the next one's, written with the next
+    /// trace line ([`GpuBackend::host_mark`]).
+    host_marks: Mutex<Vec<(&'static str, cudarc::driver::CudaEvent)>>,
 }
+
+/// Host marks kept for the next trace line ([`GpuBackend::host_mark`]): one call's and the
+/// previous one's return, with room to spare.
+const HOST_MARKS_KEPT: usize = 16;
 
 /// One call counted in [`GpuBackend::calls_in`] while it lives.
 struct CallIn<'b> {
@@ -240,6 +248,7 @@ impl GpuBackend {
             ahead: ahead::Ahead::default(),
             calls_in: AtomicUsize::new(0),
             host_abc_calls: AtomicU64::new(0),
+            host_marks: Mutex::new(Vec::new()),
             ring_slots: AtomicUsize::new(0),
         }
     }
@@ -328,6 +337,33 @@ impl GpuBackend {
     /// Deferred assignments proved here whose a, b, c the host evaluated.
     pub fn host_abc_calls(&self) -> u64 {
         self.host_abc_calls.load(Ordering::Relaxed)
+    }
+
+    /// Traced only: records an event named `what` on the compute stream for the next trace
+    /// line. Between two proves' kernels the stream is idle, so the event completes when
+    /// the host gets here and the line shows the host's steps on the device's clock (the
+    /// slot, the copies enqueued, the token, the set-up; the previous prove's return).
+    /// Never fails a prove: a driver error drops the mark.
+    pub(crate) fn host_mark(&self, what: &'static str) {
+        if tuning().trace.is_none() {
+            return;
+        }
+        let Ok(ev) = self.dev.timing_event() else {
+            return;
+        };
+        if self.dev.record(&ev).is_ok() {
+            let mut marks = self.host_marks.lock();
+            // Proves that write no trace line (resident ones) leave theirs: keep the last.
+            if marks.len() >= HOST_MARKS_KEPT {
+                marks.remove(0);
+            }
+            marks.push((what, ev));
+        }
+    }
+
+    /// The marks recorded since the last trace line.
+    pub(crate) fn take_host_marks(&self) -> Vec<(&'static str, cudarc::driver::CudaEvent)> {
+        std::mem::take(&mut *self.host_marks.lock())
     }
 
     /// Slots of the ring of the last prove that streamed its sums through one (four a

@@ -350,12 +350,17 @@ impl<'a> Ring<'a> {
     ///
     /// # Errors
     /// Driver errors reading the events.
-    pub fn write_trace(&mut self, dev: &Device, lg: u32) -> Result<()> {
+    pub fn write_trace(
+        &mut self,
+        dev: &Device,
+        lg: u32,
+        host: &[(&'static str, CudaEvent)],
+    ) -> Result<()> {
         let Some(t) = self.trace.take() else {
             return Ok(());
         };
         let sums = self.timed.iter().map(|(q, j, s, e)| (q.name(), *j, s, e));
-        t.write(dev, lg, sums)
+        t.write(dev, lg, sums, host)
     }
 }
 

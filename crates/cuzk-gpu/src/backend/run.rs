@@ -261,6 +261,7 @@ impl GpuBackend {
         let work = Work::carve(dev, call, arena, &plan, vecs)?;
         let mut timer = StageTimer::start(dev)?;
         report.push(ProveStage::GpuSetup, t.elapsed());
+        self.host_mark("setup");
         // On a card's critical lane: the card's other streams wait at their yield points
         // from here until this prove's kernels are done (`device/gate.rs`). The arena and
         // the lane's stream are made above: nothing below synchronizes the device, which

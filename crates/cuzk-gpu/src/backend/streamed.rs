@@ -122,6 +122,7 @@ impl GpuBackend {
                 };
             let mut copies = 0;
             copy_ready(ring, &mut copies, 0)?;
+            self.host_mark("ring");
             let span = ring.span_begin(dev, "quotient")?;
             dev.yield_point()?;
             self.quotient(work, ready)?;
@@ -199,7 +200,7 @@ impl GpuBackend {
                 report.push_device(stage_of(q), wall, times[q as usize]);
             }
         }
-        ring.write_trace(dev, shape.lg)?;
+        ring.write_trace(dev, shape.lg, &self.take_host_marks())?;
         out
     }
 

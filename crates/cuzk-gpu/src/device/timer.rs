@@ -209,7 +209,8 @@ impl Trace {
     }
 
     /// Once every span's work is done: appends `{"op":"gpu_trace","gpu":…,"lg":…,"spans":
-    /// [[what, index, "copy"|"compute", start_ms, end_ms], …]}` to the trace file: its own
+    /// [[what, index, "copy"|"compute", start_ms, end_ms], …],"host":[[what, ms], …]}` to
+    /// the trace file (`host`: events the caller recorded at its host steps): its own
     /// spans (one never ended is left out) and `compute`, spans on the compute stream timed
     /// by their owner (a streamed prove's sums, which it times anyway). A failed write is
     /// logged, not returned: tracing never fails a prove.
@@ -221,6 +222,7 @@ impl Trace {
         dev: &Device,
         lg: u32,
         compute: impl IntoIterator<Item = (&'static str, usize, &'e CudaEvent, &'e CudaEvent)>,
+        host: &[(&'static str, CudaEvent)],
     ) -> Result<()> {
         let base = dev.trace_base()?;
         let ms = |ev: &CudaEvent| drv(dev.ordinal(), || "trace timing".into(), base.elapsed_ms(ev));
@@ -241,10 +243,15 @@ impl Trace {
                 ms(end)?
             ));
         }
+        let marks = host
+            .iter()
+            .map(|(what, ev)| Ok(format!("[\"{what}\",{:.3}]", ms(ev)?)))
+            .collect::<Result<Vec<_>>>()?;
         let line = format!(
-            "{{\"op\":\"gpu_trace\",\"gpu\":{},\"lg\":{lg},\"spans\":[{}]}}\n",
+            "{{\"op\":\"gpu_trace\",\"gpu\":{},\"lg\":{lg},\"spans\":[{}],\"host\":[{}]}}\n",
             dev.ordinal(),
-            parts.join(",")
+            parts.join(","),
+            marks.join(",")
         );
         if let Some(path) = &crate::tuning::tuning().trace {
             use std::io::Write;
