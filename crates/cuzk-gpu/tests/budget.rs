@@ -310,7 +310,7 @@ fn two_workers_on_one_slot_stage_ahead_and_prove_what_the_cpu_proves() {
         holds_its_budget(&b);
         assert_eq!(b.slots_made(), 1);
         // How many calls found their a, b, c sent by the previous prove (timing decides);
-        // a full slot never hands over (`ahead.rs`).
+        // a full slot never hands over (`handover.rs`).
         if !lean {
             assert_eq!(b.abc_handovers(), 0, "a full slot handed a, b, c over");
         }

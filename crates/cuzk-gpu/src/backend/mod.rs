@@ -32,6 +32,7 @@ mod ahead;
 pub mod budget;
 pub mod combine;
 mod fit;
+mod handover;
 pub mod matrices;
 mod params;
 pub mod plan;
@@ -383,9 +384,9 @@ impl GpuBackend {
     }
 
     /// Calls whose a, b, c the slot's previous holder sent before it was done with the
-    /// slot (`ahead.rs`'s hand-over) so far.
+    /// slot (`handover.rs`) so far.
     pub fn abc_handovers(&self) -> u64 {
-        self.ahead.handed.load(Ordering::Relaxed)
+        self.ahead.hand.handed.load(Ordering::Relaxed)
     }
 
     /// SRS uploads made so far (a second prove with the same SRS makes none).

@@ -91,8 +91,6 @@ pub(super) struct Work<'a> {
     pub(super) scalars: Scalars<'a>,
     pub(super) outputs: Outputs<'a>,
     pub(super) bufs: Option<[DevRegion<'a>; 2]>,
-    /// Every chunk buffer of the ring (`bufs`, then the plan's more), empty when resident.
-    pub(super) ring_bufs: Vec<DevRegion<'a>>,
 }
 
 impl<'a> Work<'a> {
@@ -132,11 +130,6 @@ impl<'a> Work<'a> {
             Some([d0, d1]) => Some([d0.of(arena)?, d1.of(arena)?]),
             None => None,
         };
-        let ring_bufs = plan
-            .ring_bufs()
-            .into_iter()
-            .map(|b| b.of(arena))
-            .collect::<Result<Vec<_>>>()?;
         Ok(Work {
             call,
             plan,
@@ -150,7 +143,6 @@ impl<'a> Work<'a> {
             abc,
             outputs,
             bufs,
-            ring_bufs,
         })
     }
 
@@ -274,7 +266,7 @@ impl GpuBackend {
         if let (None, Some(_), Some(reg), true) =
             (resident, work.bufs, reg, vecs.witness_at().early())
         {
-            return self.ring_prove(&work, reg, &work.ring_bufs, timer, report, ready);
+            return self.ring_prove(&work, reg, timer, report, ready);
         }
         // H = (A·B − C)/Z on the coset g·H; its coefficients land in the B slot.
         dev.yield_point()?;

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage};
 
+use super::handover::hands_over;
 use super::prove::Ready;
 use super::residency::Query;
 use super::ring::{interleave_order, ring_places, Ring, RingSum};
@@ -15,7 +16,6 @@ use super::run::{host_points, stage_of, Work};
 use super::slots::WitnessAt;
 use super::sums::{enqueue_streamed, HostPoints, StreamBufs};
 use super::GpuBackend;
-use crate::device::arena::DevRegion;
 use crate::device::pinned::{HostRegistration, PinnedBuf};
 use crate::device::StageTimer;
 use crate::error::{GpuError, Result};
@@ -39,28 +39,32 @@ impl GpuBackend {
         &self,
         work: &Work<'_>,
         reg: &HostRegistration,
-        bufs: &[DevRegion<'_>],
         mut timer: StageTimer<'_>,
         report: &mut ProveReport,
         ready: Ready<'_>,
     ) -> Result<MsmOutputs> {
         let (dev, plan, call) = (&self.dev, work.plan, work.call);
         let (shape, srs) = (&call.shape, call.srs);
-        // A prove staged ahead of the one slot hands the next call's a, b, c over at its
-        // end (`ahead.rs`): a once this prove is done with a's place, which a split slot
-        // frees at its last L sum (the L scalars lie over a), so the L and A sums are done
-        // once the H sum has done all but an eighth of its chunks.
-        let ahead = self.stages_ahead(self.fit(srs, shape)?.workers);
-        let split = work.vecs.witness_at() == WitnessAt::Split;
-        let mut ring = Ring::new(dev, bufs)?;
+        // A prove staged ahead of the one slot of a split mode hands the next call's a, b,
+        // c over at its end (`handover.rs`): a once this prove is done with a's place,
+        // which it frees at its last L sum (the L scalars lie over a), so the L and A sums
+        // are done once the H sum has done all but an eighth of its chunks. `a_free` is
+        // recorded then.
+        let hands =
+            self.stages_ahead(self.fit(srs, shape)?.workers) && hands_over(work.vecs.witness_at());
+        let a_free = hands.then(|| dev.timing_event()).transpose()?;
+        let bufs = plan
+            .ring_bufs()
+            .into_iter()
+            .map(|b| work.region(b))
+            .collect::<Result<Vec<_>>>()?;
+        let mut ring = Ring::new(dev, &bufs)?;
         self.ring_slots
             .store(ring.slots_len(), std::sync::atomic::Ordering::Relaxed);
         let scratch = work.region(plan.scratch[0])?;
         let group_start = Instant::now();
         let ring_ref = &mut ring;
         let timer_ref = &mut timer;
-        // Recorded once the kernels are done with a's place (`ahead.rs`).
-        let a_free = dev.timing_event()?;
         dev.upload_scope(|up| -> Result<()> {
             let (timer, ring) = (&mut *timer_ref, &mut *ring_ref);
             let mut group = Vec::with_capacity(Query::ALL.len());
@@ -87,7 +91,7 @@ impl GpuBackend {
             let chunks: Vec<usize> = group.iter().map(|g| g.sum.chunks).collect();
             let head = (HEAD_POINTS / h.chunk.max(1)).clamp(1, HEAD_MAX);
             let c0 = h.chunks;
-            let until = match ahead && split {
+            let until = match hands {
                 true => c0 - c0 / 8,
                 false => c0,
             };
@@ -126,8 +130,8 @@ impl GpuBackend {
             let span = ring.span_begin(dev, "quotient")?;
             dev.yield_point()?;
             self.quotient(work, ready)?;
-            if split && last_l.is_none() {
-                dev.record(&a_free)?;
+            if let (Some(ev), None) = (&a_free, last_l) {
+                dev.record(ev)?;
             }
             ring.span_end(dev, span)?;
             timer.mark(ProveStage::NttH)?;
@@ -161,8 +165,8 @@ impl GpuBackend {
                 }
                 dev.yield_point()?;
                 ring.sum(dev, &scratch, &group[g], j, places[i], &work.outputs)?;
-                if split && last_l == Some(i) {
-                    dev.record(&a_free)?;
+                if let Some(ev) = a_free.as_ref().filter(|_| last_l == Some(i)) {
+                    dev.record(ev)?;
                 }
                 copy_ready(ring, &mut copies, i + 1)?;
                 if g == Query::H as usize && j + 1 == b_read {
@@ -183,9 +187,8 @@ impl GpuBackend {
         // filled them, until this prove's kernels are done. On the dev VM's unit test the
         // next call lent them before this prove had enqueued its copies; at 2^27 it fills
         // them for 1.4 s and lent them long after (no hand-over in 19 proves on an H100).
-        // Split slots only: `compute_ahead` lends nothing for others.
-        if ahead && split {
-            self.hand_over(call, work.vecs, &a_free)?;
+        if let Some(a_free) = &a_free {
+            self.hand_over(call, work.vecs, a_free)?;
         }
         let out = self.finish(plan, shape, &work.outputs.results, timer, None, report);
         // The five sums interleave: each query's device time is its chunks' sum, and

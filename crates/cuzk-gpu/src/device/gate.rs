@@ -1,5 +1,6 @@
-//! [`YieldGate`]: how a card's critical lane (#29) makes the card's other streams step
-//! aside while it proves. Stream priority alone orders only *pending* blocks: each of the
+//! A card's critical lane (#29) on the device: its handles ([`Device::critical`], on the
+//! card's highest-priority streams) and [`YieldGate`], how it makes the card's other
+//! streams step aside while it proves. Stream priority alone orders only *pending* blocks: each of the
 //! lane's kernels still waits for SM slots that the main prove's running blocks free
 //! (~20 ms a wave of the H sum's accumulation at 2^24-point chunks), so a 2^19
 //! WinningPoSt that takes 50 ms on an idle H100 took 0.8–1.4 s beside a 32 GiB PoRep
@@ -24,7 +25,98 @@ use cudarc::driver::sys::{self, CUdeviceptr, CUstreamWaitValue_flags, CUstreamWr
 use cudarc::driver::{CudaContext, CudaStream, PinnedHostSlice};
 use parking_lot::{Condvar, Mutex};
 
+use super::Device;
 use crate::error::{drv, GpuError, Result};
+
+impl Device {
+    /// Another handle on this device for a critical prove (#29): the same context and loaded
+    /// modules, with a compute stream and a copy stream of its own, both at the device's
+    /// greatest stream priority. The block scheduler dispatches a high-priority stream's
+    /// pending blocks before a low-priority stream's, so a small prove's kernels run between
+    /// the waves of a large prove's kernels instead of after them; priority never preempts a
+    /// running block. The copy stream is its own because the main handle's fills with
+    /// streamed SRS chunks. Buffers are the caller's to keep apart, as with [`Device::lane`].
+    ///
+    /// # Errors
+    /// Driver errors reading the priority range or creating the streams.
+    pub fn critical(&self) -> Result<Arc<Device>> {
+        self.bind()?;
+        // (least, greatest): numerically lower is the higher priority.
+        let (_, greatest) = drv(
+            self.ordinal,
+            || "stream priority range".into(),
+            cudarc::driver::result::stream::get_priority_range(),
+        )?;
+        let stream = |what: &'static str| {
+            drv(
+                self.ordinal,
+                || format!("create critical {what} stream"),
+                self.ctx.new_stream_with_priority(greatest),
+            )
+        };
+        let compute = stream("compute")?;
+        let copy = stream("copy")?;
+        tracing::info!(
+            ordinal = self.ordinal,
+            priority = greatest,
+            "critical streams created"
+        );
+        Ok(self.with_streams(compute, copy, greatest, true))
+    }
+
+    /// A [`Device::critical`] handle that also makes the card's other handles yield to it
+    /// (`gate.rs`): while it proves, their streams wait at their yield points, so its
+    /// kernels need not wait for SM slots that their blocks free.
+    ///
+    /// # Errors
+    /// As `critical`; driver errors making the gate.
+    pub fn critical_yielding(&self) -> Result<Arc<Device>> {
+        let dev = self.critical()?;
+        if self.loaded.gate.get().is_none() {
+            let gate = YieldGate::new(self.ordinal, &self.ctx)?;
+            // A gate made by another thread meanwhile wins; this one ends with its drop.
+            let _ = self.loaded.gate.set(gate);
+        }
+        Ok(dev)
+    }
+
+    /// Where a long prove steps aside for the card's critical lane: this handle's compute
+    /// stream waits here while a critical prove holds the gate. Nothing on a card without
+    /// a yielding critical handle, and on a critical handle.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn yield_point(&self) -> Result<()> {
+        match self.loaded.gate.get() {
+            Some(g) if !self.critical => g.wait_on(&self.compute),
+            _ => Ok(()),
+        }
+    }
+
+    /// Raises the card's yield gate for this critical handle's prove, until the hold is
+    /// dropped; `None` on other handles or without a gate.
+    pub fn hold_gate(&self) -> Option<GateHold> {
+        match self.loaded.gate.get() {
+            Some(g) if self.critical => Some(g.hold()),
+            _ => None,
+        }
+    }
+
+    /// Lowers `hold`'s gate once this handle's compute stream is done with the work
+    /// enqueued so far.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn lower_gate_after(&self, hold: &GateHold) -> Result<()> {
+        hold.lower_after(&self.compute)
+    }
+
+    /// The stream priority of this handle's streams: 0 by default, the device's greatest
+    /// (a negative number) on a [`Device::critical`] handle.
+    pub fn priority(&self) -> i32 {
+        self.priority
+    }
+}
 
 /// The longest a hold keeps the main streams waiting: a lone 32 GiB WinningPoSt prove
 /// takes ~50 ms on an H100; past this the watchdog lowers the gate.

@@ -107,6 +107,15 @@ pub struct Args {
     pub critical_gap_ms: u64,
 }
 
+impl Args {
+    /// `--param-dir`, or the parameter directory filecoin-proofs uses by default.
+    fn param_dir_or_default(&self) -> PathBuf {
+        self.param_dir
+            .clone()
+            .unwrap_or_else(cuzk_filecoin::default_param_dir)
+    }
+}
+
 /// What one client saw of one proof.
 struct Sample {
     latency: Duration,
@@ -137,11 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if workload.filecoin_check().is_some() {
         // filecoin-proofs' verifier finds its .vk files through this variable; set before
         // any thread of the run starts.
-        let dir = args
-            .param_dir
-            .clone()
-            .unwrap_or_else(cuzk_filecoin::default_param_dir);
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", args.param_dir_or_default());
     }
     if args.critical_request.is_some() && args.critical_count == 0 {
         bail!("--critical-count must be positive");
@@ -210,13 +215,7 @@ async fn bench(args: Args, priority: Priority, workload: Workload) -> anyhow::Re
     };
     let circuit_id = workload.circuit_id();
     let critical = match &args.critical_request {
-        Some(file) => {
-            let param_dir = args
-                .param_dir
-                .clone()
-                .unwrap_or_else(cuzk_filecoin::default_param_dir);
-            Some(Workload::fake_file(file, &param_dir)?)
-        }
+        Some(file) => Some(Workload::fake_file(file, &args.param_dir_or_default())?),
         None => None,
     };
     // Load (or generate) the parameters first: the figures are for proving, not set-up.

@@ -71,11 +71,7 @@ impl Workload {
             }
             _ => bail!("--kind {kind} needs --sector DIR (real) or --request FILE --fake (fake)"),
         };
-        let param_dir = args
-            .param_dir
-            .clone()
-            .unwrap_or_else(cuzk_filecoin::default_param_dir);
-        Workload::filecoin(kind, request, fake, manifest, &param_dir)
+        Workload::filecoin(kind, request, fake, manifest, &args.param_dir_or_default())
     }
 
     /// A fake request file's workload, of the kind the file says (`--critical-request`).
