@@ -388,6 +388,8 @@ part_small() {
       python3 bench/trace.py "$OUT/trace-$name.jsonl" > "$OUT/trace-$name.summary"
       tail -1 "$OUT/trace-$name.summary"
     fi
+    # Where the calls waited on the host (the SVG's times; bench/host_steps.py).
+    python3 bench/host_steps.py "$OUT/timeline-small-$name.svg" 2>/dev/null | tail -1
   done
 }
 
@@ -532,10 +534,11 @@ part_winning32() {
       --param-dir /tmp/p32 --config "$cfg" --critical-request "$req" \
       --critical-count "${WINNING32_CRITICAL:-5}" --critical-gap-ms "${WINNING32_GAP_MS:-2000}" \
       --timeline "$OUT/timeline-winning32-$case.svg" 2>&1 |
-      quiet_small | cut -c1-3000 | tee "$OUT/batch-winning32-$case.log"
+      quiet_small | cut -c1-6000 | tee "$OUT/batch-winning32-$case.log"
     echo "bench exit: ${PIPESTATUS[0]}"
     kill "$watch" 2>/dev/null
     echo "peak host memory in use: $(peak_mem "$OUT/mem-winning32-$case.log")"
+    python3 bench/host_steps.py "$OUT/timeline-winning32-$case.svg" 2>/dev/null | tail -1
   done
 }
 

@@ -85,7 +85,9 @@ impl Engine {
         } else {
             format!("{}.{run}", cfg.name)
         };
+        let critical_pool = critical_pool(&cfg, &devices)?;
         let shared = Arc::new(Shared {
+            critical_pool,
             timeline: Timeline::new(cfg.timeline_capacity),
             cfg,
             registry,
@@ -528,4 +530,21 @@ impl Engine {
             .collect::<Vec<_>>()
             .join(",")
     }
+}
+
+/// The pool of CRITICAL work's host-parallel steps ([`Shared::critical_pool`]), where
+/// there is a critical synthesis worker or a critical-only device.
+fn critical_pool(
+    cfg: &EngineConfig,
+    devices: &[Arc<crate::device::Device>],
+) -> Result<Option<rayon::ThreadPool>, EngineError> {
+    if cfg.critical_synthesis_workers == 0 && !devices.iter().any(|d| d.spec.critical_only) {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(crate::state::CRITICAL_POOL_THREADS)
+        .thread_name(|i| format!("cuzk-critical-{i}"))
+        .build()
+        .map(Some)
+        .map_err(|e| EngineError::Config(format!("cannot start the critical pool: {e}")))
 }

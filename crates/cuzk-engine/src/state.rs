@@ -185,6 +185,25 @@ pub(crate) struct Shared {
     /// the earlier runs it remembers.
     pub journal: Option<crate::journal::Journal>,
     pub prior_prefixes: Vec<String>,
+    /// The threads of CRITICAL work's host-parallel steps (its synthesis, its prove's
+    /// fill and copies): a pool of its own, so that a WinningPoSt's parallel loops do not
+    /// queue behind the main load's in the process-wide pool, whose threads finish a
+    /// 32 GiB PoRep partition's fill (~1 s) before they take anything else. `None` where
+    /// the engine has no critical synthesis worker and no critical-only device.
+    pub critical_pool: Option<rayon::ThreadPool>,
+}
+
+/// Threads in [`Shared::critical_pool`]: a WinningPoSt's loops are small (2^19 rows).
+pub(crate) const CRITICAL_POOL_THREADS: usize = 4;
+
+impl Shared {
+    /// Runs `f` in the critical pool where `critical` and the pool exists, else here.
+    pub(crate) fn on_pool<R: Send>(&self, critical: bool, f: impl FnOnce() -> R + Send) -> R {
+        match (&self.critical_pool, critical) {
+            (Some(pool), true) => pool.install(f),
+            _ => f(),
+        }
+    }
 }
 
 /// The host-memory ledger: what the process holds, by item, and the one budget their sum

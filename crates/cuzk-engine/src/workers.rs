@@ -109,8 +109,11 @@ pub(crate) fn synthesis_worker(shared: Arc<Shared>, worker_idx: usize) {
         };
 
         let t0 = Instant::now();
+        let critical = job.priority == crate::Priority::Critical;
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            job.proof.synthesize(&shared.synth, partition_idx as usize)
+            shared.on_pool(critical, || {
+                job.proof.synthesize(&shared.synth, partition_idx as usize)
+            })
         }));
         let t1 = Instant::now();
         shared.metrics.stage(Stage::Synthesis, t1 - t0);
@@ -209,7 +212,8 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
         };
         // The hand-off queue shrank: synthesis may run ahead again.
         shared.synth_cv.notify_all();
-        prove_ready(&shared, &device, &lane, ready);
+        let critical = ready.job.priority == crate::Priority::Critical;
+        shared.on_pool(critical, || prove_ready(&shared, &device, &lane, ready));
     }
 }
 

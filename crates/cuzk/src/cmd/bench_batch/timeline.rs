@@ -99,6 +99,22 @@ pub fn device_efficiency(
 
 /// Mean duration in ms of each stage (and of each backend sub-stage, as "backend:<name>").
 pub fn stage_means_ms(events: &[TimelineEvent]) -> Vec<(String, f64)> {
+    stage_totals(events)
+        .into_iter()
+        .map(|(k, (sum, n))| (k, sum / n as f64))
+        .collect()
+}
+
+/// Total duration in ms of each stage (and backend sub-stage) over `events`.
+pub fn stage_sums_ms(events: &[TimelineEvent]) -> Vec<(String, f64)> {
+    stage_totals(events)
+        .into_iter()
+        .map(|(k, (sum, _))| (k, sum))
+        .collect()
+}
+
+/// Per stage name: the summed duration in ms and the number of events.
+fn stage_totals(events: &[TimelineEvent]) -> BTreeMap<String, (f64, u64)> {
     let mut sums: BTreeMap<String, (f64, u64)> = BTreeMap::new();
     for e in events {
         let name = match e.stage {
@@ -109,9 +125,7 @@ pub fn stage_means_ms(events: &[TimelineEvent]) -> Vec<(String, f64)> {
         entry.0 += e.end_us.saturating_sub(e.start_us) as f64 / 1e3;
         entry.1 += 1;
     }
-    sums.into_iter()
-        .map(|(k, (sum, n))| (k, sum / n as f64))
-        .collect()
+    sums
 }
 
 fn color(stage: Stage, detail: &str) -> &'static str {
@@ -221,15 +235,19 @@ pub fn render_svg(events: &[TimelineEvent], from_us: u64, to_us: u64, title: &st
             Stage::Backend => (y + lane_h / 2.0 + 1.0, lane_h / 2.0 - 4.0),
             _ => (y + 7.0, lane_h - 10.0),
         };
+        // The times (ms since the engine started) let a script read the steps back.
         let label = format!(
-            "{} p{} {}",
+            "{} p{} {} {} @{:.1}+{:.1} ms",
             e.job_id,
             e.partition_idx,
             if e.detail.is_empty() {
                 e.stage.as_str()
             } else {
                 &e.detail
-            }
+            },
+            e.worker,
+            e.start_us as f64 / 1e3,
+            e.end_us.saturating_sub(e.start_us) as f64 / 1e3,
         );
         let _ = writeln!(
             svg,
