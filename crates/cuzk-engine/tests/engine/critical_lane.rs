@@ -89,3 +89,54 @@ fn critical_job_does_not_wait_for_long_partitions_or_a_cold_srs_load() {
         assert_eq!(done.state, JobState::Completed, "{}", done.error);
     }
 }
+
+// See: #29 (a WinningPoSt's host loops queued behind a PoRep partition's fill in the
+// process-wide pool: 0.9-1.5 s of its compute under load).
+#[test]
+fn critical_synthesis_runs_in_the_critical_pool_and_normal_synthesis_does_not() {
+    let critical = Arc::new(Hooks::default());
+    let normal = Arc::new(Hooks::default());
+    let mut registry = KindRegistry::with_synthetic();
+    register_test_kind(
+        &mut registry,
+        "crit",
+        &[ProofKindId::WinningPost],
+        critical.clone(),
+    );
+    register_test_kind(
+        &mut registry,
+        "norm",
+        &[ProofKindId::PorepSealCommit],
+        normal.clone(),
+    );
+    let engine = engine_with(
+        EngineConfig {
+            synthesis_workers: 1,
+            critical_synthesis_workers: 1,
+            cpu_workers: 1,
+            ..EngineConfig::default()
+        },
+        registry,
+    );
+    let mut winning = spec_of(ProofKindId::WinningPost, "crit", 5, 1, 1);
+    winning.priority = Some(Priority::Critical);
+    let jobs = [
+        engine.submit(winning).expect("accepted"),
+        engine
+            .submit(spec_of(ProofKindId::PorepSealCommit, "norm", 5, 2, 2))
+            .expect("accepted"),
+    ];
+    for job in &jobs {
+        let done = finish(&engine, &job.job_id, LIMIT);
+        assert_eq!(done.state, JobState::Completed, "{}", done.error);
+    }
+    let crit = critical.synthesis_threads.lock().clone();
+    let norm = normal.synthesis_threads.lock().clone();
+    assert_eq!(crit.len(), 1);
+    assert!(crit[0].starts_with("cuzk-critical-"), "{crit:?}");
+    assert_eq!(norm.len(), 2);
+    assert!(
+        norm.iter().all(|t| t.starts_with("cuzk-synth-")),
+        "{norm:?}"
+    );
+}

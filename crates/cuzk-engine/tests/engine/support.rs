@@ -147,6 +147,8 @@ pub struct Hooks {
     pub loads_started: AtomicUsize,
     /// Parsed requests alive.
     pub live: AtomicUsize,
+    /// The name of the thread each synthesis ran on.
+    pub synthesis_threads: parking_lot::Mutex<Vec<String>>,
 }
 
 /// Registers `kinds` as a test kind with circuit ids `<name>-<log_n>` (parameters: the
@@ -208,6 +210,8 @@ impl PartitionedProof for TestKind {
         partition_idx: usize,
     ) -> Result<Assignment, KindError> {
         self.hooks.syntheses_started.fetch_add(1, Ordering::SeqCst);
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        self.hooks.synthesis_threads.lock().push(thread);
         self.hooks.synthesis_gate.pass();
         let failed = self
             .hooks
