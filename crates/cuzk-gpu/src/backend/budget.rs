@@ -70,10 +70,9 @@ impl Fit {
     /// Who evaluates a deferred assignment's a, b, c in this mode; `host_only`: the
     /// tuning knob that keeps them on the host (`CUZK_GPU_HOST_ABC=1`).
     pub fn abc_by(&self, host_only: bool) -> AbcBy {
-        match (self.lean || host_only, self.srs_resident) {
-            (true, _) => AbcBy::Host,
-            (false, true) => AbcBy::Device,
-            (false, false) => AbcBy::Load,
+        match self.srs_resident && !self.lean && !host_only {
+            true => AbcBy::Device,
+            false => AbcBy::Host,
         }
     }
 }
@@ -88,25 +87,14 @@ pub enum AbcBy {
     /// worker at 2^27; the full card's host budget is 64 GiB).
     Device,
     /// The host: a lean slot takes the witness only after the quotient, while the
-    /// matrices would read it before.
+    /// matrices would read it before. And with a streamed SRS in a full slot, whose
+    /// staging holds a, b, c anyway: on an 80 GB H100 the 32 GiB PoRep proved in 2.125 s
+    /// a partition with the host's products against 2.406 with the device's (fifth
+    /// session). The device's for a call alone (`AbcBy::Load`, ded02c1) made that call
+    /// load the matrices: ~15.7 s in the first call (the timeline's shift) while the other
+    /// worker proved alone with ~2 s gaps (2 proofs: 27.39 s per proof against 22.93 with
+    /// the host's; docs/runs/2026-12-06.md, seventh session).
     Host,
-    /// With a streamed SRS in a full slot, whose staging holds a, b, c anyway: the device
-    /// for a call alone in the backend (its latency: a lone WindowPoSt partition), the host
-    /// when other calls are in it (the device's time: on an 80 GB H100 the 32 GiB PoRep
-    /// proved in 2.125 s a partition with the host's products against 2.406 with the
-    /// device's, peak RSS equal; docs/runs/2026-12-06.md, fifth session).
-    Load,
-}
-
-impl AbcBy {
-    /// Whether a call with `others` other calls in the backend takes the device's products.
-    pub fn on_device(self, others: usize) -> bool {
-        match self {
-            AbcBy::Device => true,
-            AbcBy::Host => false,
-            AbcBy::Load => others == 0,
-        }
-    }
 }
 
 impl std::fmt::Display for Fit {
@@ -428,8 +416,8 @@ mod tests {
     }
 
     // The modes of these costs (the tests above): a, b, c by the device beside a resident
-    // SRS (138 and 80 GB), by the load with a streamed SRS in a full slot (24 GiB), by the
-    // host in a lean slot (16 GiB); the knob keeps them on the host everywhere.
+    // SRS (138 and 80 GB), by the host with a streamed SRS in a full slot (24 GiB) and in
+    // a lean slot (16 GiB); the knob keeps them on the host everywhere.
     #[test]
     fn a_b_c_are_evaluated_where_the_mode_has_room_and_time() {
         let by = |budget: u64, host_only: bool| {
@@ -439,14 +427,11 @@ mod tests {
         };
         assert_eq!(by(138 * GB, false), AbcBy::Device);
         assert_eq!(by(80 * GB, false), AbcBy::Device);
-        assert_eq!(by(24 * GIB, false), AbcBy::Load);
+        assert_eq!(by(24 * GIB, false), AbcBy::Host);
         assert_eq!(by(16 * GIB, false), AbcBy::Host);
         for budget in [138 * GB, 80 * GB, 24 * GIB] {
             assert_eq!(by(budget, true), AbcBy::Host);
         }
-        assert!(AbcBy::Device.on_device(0) && AbcBy::Device.on_device(3));
-        assert!(!AbcBy::Host.on_device(0) && !AbcBy::Host.on_device(1));
-        assert!(AbcBy::Load.on_device(0) && !AbcBy::Load.on_device(1));
     }
 
     #[test]

@@ -170,8 +170,6 @@ pub struct GpuBackend {
     host_products_logged: AtomicBool,
     /// The stagings of a mode with one slot and more workers (`ahead.rs`).
     ahead: ahead::Ahead,
-    /// Calls inside [`Backend::compute`] now: the load [`budget::AbcBy::Load`] reads.
-    calls_in: AtomicUsize,
     /// Deferred assignments whose a, b, c the host evaluated (the others' the device).
     host_abc_calls: AtomicU64,
     /// Slots of the last streamed prove's ring (0 before any; `streamed.rs`).
@@ -185,26 +183,6 @@ pub struct GpuBackend {
 /// Host marks kept for the next trace line ([`GpuBackend::host_mark`]): one call's and the
 /// previous one's return, with room to spare.
 const HOST_MARKS_KEPT: usize = 16;
-
-/// One call counted in [`GpuBackend::calls_in`] while it lives.
-struct CallIn<'b> {
-    calls: &'b AtomicUsize,
-    /// Calls that were in the backend when this one came.
-    others: usize,
-}
-
-impl<'b> CallIn<'b> {
-    fn enter(calls: &'b AtomicUsize) -> CallIn<'b> {
-        let others = calls.fetch_add(1, Ordering::AcqRel);
-        CallIn { calls, others }
-    }
-}
-
-impl Drop for CallIn<'_> {
-    fn drop(&mut self) {
-        self.calls.fetch_sub(1, Ordering::AcqRel);
-    }
-}
 
 /// The arena of the prove plans (NTT tables, scratch, results) all workers share under the
 /// token, and the pinned staging of streamed chunks.
@@ -247,7 +225,6 @@ impl GpuBackend {
             fit: Mutex::new(Fits::default()),
             host_products_logged: AtomicBool::new(false),
             ahead: ahead::Ahead::default(),
-            calls_in: AtomicUsize::new(0),
             host_abc_calls: AtomicU64::new(0),
             host_marks: Mutex::new(Vec::new()),
             ring_slots: AtomicUsize::new(0),
@@ -465,10 +442,9 @@ impl Backend for GpuBackend {
         // or, when they do not fit or the mode leaves them to the host (`AbcBy`), from the
         // CPU products, evaluated row by row straight into the pinned staging
         // (`prepare.rs`).
-        let call_in = CallIn::enter(&self.calls_in);
         let matrices = match asg.deferred() {
             None => None,
-            Some(r1cs) => match self.matrices_for(r1cs, &shape, srs, call_in.others) {
+            Some(r1cs) => match self.matrices_for(r1cs, &shape, srs) {
                 Ok(Some(m)) => Some(m),
                 Ok(None) => {
                     self.host_abc_calls.fetch_add(1, Ordering::Relaxed);

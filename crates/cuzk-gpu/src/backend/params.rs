@@ -218,8 +218,8 @@ impl GpuBackend {
         }
     }
 
-    /// The resident matrices of `r1cs` for a prove of `shape` with `srs` while `others`
-    /// other calls are in the backend, uploading them when they fit the budget beside what
+    /// The resident matrices of `r1cs` for a prove of `shape` with `srs`, uploading them
+    /// when they fit the budget beside what
     /// the shape's mode holds and still makes (the SRS is made resident first when the
     /// mode keeps it so: the SRS comes before the matrices). `Ok(None)`: they do not fit,
     /// or the mode leaves this call's a, b, c to the host ([`AbcBy`]).
@@ -228,12 +228,11 @@ impl GpuBackend {
         r1cs: &cuzk_groth16::recorded::R1cs,
         shape: &SlotShape,
         srs: &Srs,
-        others: usize,
     ) -> Result<Option<Arc<ResidentMatrices>>> {
         let by = self
             .fit(srs, shape)?
             .abc_by(crate::tuning::tuning().host_abc);
-        if !by.on_device(others) {
+        if by == AbcBy::Host {
             return Ok(None);
         }
         if let Some(m) = self.matrices.find(r1cs.id()) {
