@@ -217,7 +217,9 @@ fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
     // Room for one full worker with a streamed SRS, none for the matrices.
     let costs = GpuBackend::with_config(dev.clone(), config(u64::MAX)).costs_of(&srs);
     let tight = GpuBackend::with_config(dev.clone(), config(costs.plan_streamed + costs.slot_full));
-    let streamed = GpuBackend::with_config(dev.clone(), config(u64::MAX));
+    // Room for everything but a resident SRS (which `Residency::Streamed` costs at
+    // u64::MAX / 4): with u64::MAX it would be chosen resident, a, b, c on the device.
+    let streamed = GpuBackend::with_config(dev.clone(), config(u64::MAX / 8));
     let mut cases = Vec::new();
     for w in [1u64, 2] {
         let inst = c.with_witness_seed(seed ^ w);
@@ -243,6 +245,8 @@ fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
     assert_eq!(tight.matrices_uploads(), 0, "no room: evaluated on the cpu");
     assert_eq!(tight.matrices_device_bytes(), 0);
     assert_eq!(tight.host_abc_calls(), 2);
+    let mode = streamed.chosen_fit().expect("a mode chosen");
+    assert!(!mode.srs_resident && !mode.lean, "{mode}");
     assert_eq!(
         streamed.matrices_uploads(),
         0,
