@@ -87,8 +87,9 @@ impl Engine {
             }
         }
         release_if_held(&self.shared, circuit_id, lease.srs());
-        drop(lease);
         self.record_shape(circuit_id);
+        self.preload_matrices(circuit_id, lease.srs());
+        drop(lease);
         // What stays held from now on must leave the partitions room: say so when not.
         if let Some(why) = self.shared.memory_ledger().overdrawn() {
             warn!(circuit_id, "{why}");
@@ -123,6 +124,37 @@ impl Engine {
             ),
             Ok(false) => {}
             Err(e) => warn!(circuit_id, "shape not recorded at preload: {e}"),
+        }
+    }
+
+    /// Hands `circuit_id`'s recorded shape, when there is one, to each regular device
+    /// (not the CPU fallback, not a critical lane), so that a device which evaluates a, b, c from the
+    /// shape's matrices loads them now rather than in its first prove: there the load held
+    /// the slot for ~15.7 s of a 32 GiB PoRep's first call while the other worker proved
+    /// alone (docs/runs/2026-12-06.md, seventh session). A failure is logged: the first
+    /// prove loads them then, or takes the host's a, b, c.
+    fn preload_matrices(&self, circuit_id: &str, srs: &Srs) {
+        let Some(r1cs) = self.shared.synth.recorded(circuit_id) else {
+            return;
+        };
+        for device in &self.shared.devices {
+            if device.fallback || device.spec.critical_only {
+                continue;
+            }
+            let t = Instant::now();
+            match device.spec.backend.preload_matrices(srs, &r1cs) {
+                Ok(0) => {}
+                Ok(bytes) => info!(
+                    circuit_id,
+                    device = %device.spec.name,
+                    bytes,
+                    ms = t.elapsed().as_millis() as u64,
+                    "recorded matrices loaded at preload"
+                ),
+                Err(e) => {
+                    warn!(circuit_id, device = %device.spec.name, "recorded matrices left to the first prove: {e}")
+                }
+            }
         }
     }
 

@@ -275,3 +275,51 @@ fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
     assert_eq!(streamed.host_abc_calls(), 2 + 12);
     assert_eq!(streamed.matrices_uploads(), 0);
 }
+
+/// Matrices handed to the backend at preload (the engine does so with the shape it records
+/// then) are loaded then, once, and the first prove of a deferred assignment loads none;
+/// with the SRS streamed the host evaluates a, b, c, so preload loads nothing. See: #26
+/// (the first call's load held a 32 GiB PoRep's slot for ~15.7 s).
+#[test]
+fn matrices_loaded_at_preload_serve_the_first_prove() {
+    use cuzk_gpu::{GpuBackend, GpuBackendConfig, Residency};
+    use cuzk_groth16::{paramgen, prove, Backend};
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let c = SyntheticCircuit::with_log_n(12, seed, SyntheticShape::default()).expect("valid");
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
+    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+    let r1cs = Arc::new(R1cs::record(c).expect("records"));
+    let resident = GpuBackend::new(dev.clone());
+    resident.preload_srs(&srs).expect("srs preloaded");
+    let bytes = resident
+        .preload_matrices(&srs, &r1cs)
+        .expect("matrices preloaded");
+    assert!(bytes > 0);
+    assert_eq!(resident.matrices_uploads(), 1);
+    let inst = c.with_witness_seed(seed ^ 5);
+    let evaluated = synthesize(inst).expect("synthesizes");
+    let deferred = r1cs.assign_deferred(inst).expect("assigns");
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let (want, _) = prove(&evaluated, &srs, r, s, &resident).expect("proves evaluated");
+    let (got, _) = prove(&deferred, &srs, r, s, &resident).expect("proves deferred");
+    assert_eq!(got, want, "seed {seed}");
+    assert_eq!(resident.matrices_uploads(), 1, "loaded once, at preload");
+    assert_eq!(resident.host_abc_calls(), 0);
+
+    let streamed = GpuBackend::with_config(
+        dev.clone(),
+        GpuBackendConfig {
+            residency: Residency::Streamed,
+            vram_budget_bytes: Some(u64::MAX / 8),
+            ..GpuBackendConfig::default()
+        },
+    );
+    streamed.preload_srs(&srs).expect("srs preloaded");
+    let bytes = streamed
+        .preload_matrices(&srs, &r1cs)
+        .expect("nothing to load");
+    assert_eq!(bytes, 0);
+    assert_eq!(streamed.matrices_uploads(), 0);
+}

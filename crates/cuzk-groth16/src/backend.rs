@@ -312,6 +312,21 @@ pub trait Backend: Send + Sync {
         Ok(0)
     }
 
+    /// Loads ahead what the first prove of `srs`'s partitions would load from `r1cs`,
+    /// their recorded shape (the GPU backend: the matrices in device memory, where its
+    /// mode evaluates a, b, c there), so that no prove holds its slot for it while other
+    /// calls wait; returns the device bytes taken (0: nothing loaded).
+    ///
+    /// # Errors
+    /// [`BackendError::Device`] when the upload fails.
+    fn preload_matrices(
+        &self,
+        _srs: &Srs,
+        _r1cs: &crate::recorded::R1cs,
+    ) -> Result<u64, BackendError> {
+        Ok(0)
+    }
+
     /// Drops the device copy of `srs` if no prove uses it; returns the bytes freed.
     fn evict_srs(&self, _srs: &Srs) -> u64 {
         0

@@ -131,6 +131,13 @@ impl Synthesizer {
         slot.is_some_and(|s| s.shape.get().is_some_and(Option::is_some))
     }
 
+    /// The recorded shape of `circuit_id`, if recorded and kept: what a backend may load
+    /// ahead of the first prove (the GPU backend's matrices).
+    pub fn recorded(&self, circuit_id: &str) -> Option<Arc<R1cs>> {
+        let slot = self.shared.shapes.get(circuit_id)?;
+        Some(slot.shape.get()?.as_ref()?.r1cs.clone())
+    }
+
     /// The parts layout found for `circuit_id`, if its shape is recorded and came as parts.
     pub fn layout(&self, circuit_id: &str) -> Option<SubLayout> {
         let slot = self.shared.shapes.get(circuit_id)?;

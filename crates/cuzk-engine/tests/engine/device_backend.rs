@@ -36,6 +36,8 @@ struct StandInDevice {
     saw_points: std::sync::atomic::AtomicBool,
     /// Compute calls so far (its one counter).
     computes: std::sync::atomic::AtomicU64,
+    /// The ids of the recorded shapes handed to `preload_matrices`.
+    matrices: Mutex<Vec<u64>>,
 }
 
 fn key(srs: &Srs) -> [u8; 32] {
@@ -133,6 +135,15 @@ impl Backend for StandInDevice {
         Ok(srs.host_bytes() as u64)
     }
 
+    fn preload_matrices(
+        &self,
+        _srs: &Srs,
+        r1cs: &cuzk_groth16::recorded::R1cs,
+    ) -> Result<u64, BackendError> {
+        self.matrices.lock().push(r1cs.id());
+        Ok(r1cs.n_rows() as u64)
+    }
+
     fn evict_srs(&self, srs: &Srs) -> u64 {
         self.resident
             .lock()
@@ -157,6 +168,7 @@ fn stand_in_device(pinned: u64, workers: usize, streams: bool) -> (Arc<StandInDe
         from_file: Default::default(),
         saw_points: Default::default(),
         computes: Default::default(),
+        matrices: Default::default(),
     });
     let device = DeviceSpec {
         name: "gpu:0".into(),
@@ -187,6 +199,13 @@ fn device_tier_and_backend_token_hold() {
     }
     .circuit_id();
     engine.preload_srs(&id).expect("preload");
+    // The shape recorded at preload went to the device with it, once, so that its first
+    // prove does not load the matrices (#26).
+    let recorded = engine
+        .synthesizer()
+        .recorded(&id)
+        .expect("recorded at preload");
+    assert_eq!(*backend.matrices.lock(), vec![recorded.id()]);
     let tier = |e: &Engine| {
         e.srs_status()
             .into_iter()

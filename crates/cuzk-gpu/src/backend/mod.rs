@@ -456,7 +456,7 @@ impl Backend for GpuBackend {
                         tracing::info!(
                             gpu = self.dev.ordinal(),
                             rows = r1cs.n_rows(),
-                            "a, b, c evaluated on the cpu into the staging (the recorded matrices not in vram, or left to the host by the mode or the load)"
+                            "a, b, c evaluated on the cpu into the staging (the recorded matrices not in vram, or left to the host by the mode)"
                         );
                     }
                     None
@@ -511,6 +511,22 @@ impl Backend for GpuBackend {
             stage: ProveStage::PreloadSrs,
             message: e.to_string(),
         })
+    }
+
+    fn preload_matrices(
+        &self,
+        srs: &Srs,
+        r1cs: &cuzk_groth16::recorded::R1cs,
+    ) -> Result<u64, BackendError> {
+        let shape = shape_of_srs(srs);
+        match self.matrices_for(r1cs, &shape, srs) {
+            Ok(m) => Ok(m.map_or(0, |m| m.bytes())),
+            Err(e) => Err(BackendError::Device {
+                device: format!("gpu:{}", self.dev.ordinal()),
+                stage: ProveStage::PreloadSrs,
+                message: e.to_string(),
+            }),
+        }
     }
 
     fn evict_srs(&self, srs: &Srs) -> u64 {
