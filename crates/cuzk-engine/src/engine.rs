@@ -537,7 +537,7 @@ impl Engine {
 fn critical_pool(
     cfg: &EngineConfig,
     devices: &[Arc<crate::device::Device>],
-) -> Result<Option<rayon::ThreadPool>, EngineError> {
+) -> Result<Option<Arc<rayon::ThreadPool>>, EngineError> {
     if cfg.critical_synthesis_workers == 0 && !devices.iter().any(|d| d.spec.critical_only) {
         return Ok(None);
     }
@@ -545,6 +545,6 @@ fn critical_pool(
         .num_threads(crate::state::CRITICAL_POOL_THREADS)
         .thread_name(|i| format!("cuzk-critical-{i}"))
         .build()
-        .map(Some)
+        .map(|pool| Some(Arc::new(pool)))
         .map_err(|e| EngineError::Config(format!("cannot start the critical pool: {e}")))
 }

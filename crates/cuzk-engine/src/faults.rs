@@ -164,21 +164,29 @@ pub(crate) fn call_backend(
     asg: &Arc<Assignment>,
     srs: &Arc<Srs>,
     limit: Duration,
+    pool: Option<Arc<rayon::ThreadPool>>,
 ) -> CallOutcome {
+    // In `pool` when given (a CRITICAL partition's call: its loops must not queue behind
+    // the main load's in the process-wide pool).
+    let call = move |d: &Device, a: &Assignment, s: &Srs| match &pool {
+        Some(pool) => pool.install(|| prove_caught(d, a, s)),
+        None => prove_caught(d, a, s),
+    };
     if !device.spec.is_gpu {
-        return prove_caught(device, asg, srs);
+        return call(device, asg, srs);
     }
     let (tx, rx) = sync_channel(1);
     let (d, a, s) = (device.clone(), asg.clone(), srs.clone());
+    let watched = call.clone();
     let spawned = std::thread::Builder::new()
         .name(format!("cuzk-call-{}", device.spec.name))
         .spawn(move || {
             // The watcher may have given up: then nobody wants the result.
-            let _ = tx.send(prove_caught(&d, &a, &s));
+            let _ = tx.send(watched(&d, &a, &s));
         });
     if let Err(err) = spawned {
         warn!(device = %device.spec.name, "cannot start a watched call ({err}): calling unwatched");
-        return prove_caught(device, asg, srs);
+        return call(device, asg, srs);
     }
     match rx.recv_timeout(limit) {
         Ok(outcome) => outcome,

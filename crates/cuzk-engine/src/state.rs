@@ -190,7 +190,7 @@ pub(crate) struct Shared {
     /// queue behind the main load's in the process-wide pool, whose threads finish a
     /// 32 GiB PoRep partition's fill (~1 s) before they take anything else. `None` where
     /// the engine has no critical synthesis worker and no critical-only device.
-    pub critical_pool: Option<rayon::ThreadPool>,
+    pub critical_pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 /// Threads in [`Shared::critical_pool`]: a WinningPoSt's loops are small (2^19 rows).
@@ -199,10 +199,15 @@ pub(crate) const CRITICAL_POOL_THREADS: usize = 4;
 impl Shared {
     /// Runs `f` in the critical pool where `critical` and the pool exists, else here.
     pub(crate) fn on_pool<R: Send>(&self, critical: bool, f: impl FnOnce() -> R + Send) -> R {
-        match (&self.critical_pool, critical) {
-            (Some(pool), true) => pool.install(f),
-            _ => f(),
+        match self.pool_for(critical) {
+            Some(pool) => pool.install(f),
+            None => f(),
         }
+    }
+
+    /// The critical pool where `critical` and it exists.
+    pub(crate) fn pool_for(&self, critical: bool) -> Option<Arc<rayon::ThreadPool>> {
+        self.critical_pool.clone().filter(|_| critical)
     }
 }
 

@@ -212,8 +212,7 @@ pub(crate) fn prove_worker(shared: Arc<Shared>, device: Arc<Device>, worker_idx:
         };
         // The hand-off queue shrank: synthesis may run ahead again.
         shared.synth_cv.notify_all();
-        let critical = ready.job.priority == crate::Priority::Critical;
-        shared.on_pool(critical, || prove_ready(&shared, &device, &lane, ready));
+        prove_ready(&shared, &device, &lane, ready);
     }
 }
 
@@ -293,6 +292,8 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, mut ready
             }
         }
     }
+    // A CRITICAL partition's call runs its host loops in the critical pool.
+    let pool = shared.pool_for(job.priority == crate::Priority::Critical);
     let mut outcome = match refused {
         Some(reason) => CallOutcome::Refused(reason),
         None => faults::call_backend(
@@ -300,6 +301,7 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, mut ready
             &ready.asg,
             ready.lease.srs(),
             shared.cfg.prove_timeout,
+            pool.clone(),
         ),
     };
     if matches!(outcome, CallOutcome::NeedsPoints) {
@@ -312,6 +314,7 @@ fn prove_ready(shared: &Arc<Shared>, device: &Arc<Device>, lane: &str, mut ready
                     &ready.asg,
                     ready.lease.srs(),
                     shared.cfg.prove_timeout,
+                    pool,
                 )
             }
             Err(err) => {

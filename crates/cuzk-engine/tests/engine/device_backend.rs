@@ -38,6 +38,8 @@ struct StandInDevice {
     computes: std::sync::atomic::AtomicU64,
     /// The ids of the recorded shapes handed to `preload_matrices`.
     matrices: Mutex<Vec<u64>>,
+    /// The name of the thread each compute call ran on.
+    compute_threads: Mutex<Vec<String>>,
 }
 
 fn key(srs: &Srs) -> [u8; 32] {
@@ -59,6 +61,8 @@ impl Backend for StandInDevice {
         report.push(ProveStage::Upload, Duration::from_millis(30));
         self.computes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        self.compute_threads.lock().push(thread);
         let t = std::time::Instant::now();
         let _token = self.token.acquire();
         let wait = t.elapsed();
@@ -169,6 +173,7 @@ fn stand_in_device(pinned: u64, workers: usize, streams: bool) -> (Arc<StandInDe
         saw_points: Default::default(),
         computes: Default::default(),
         matrices: Default::default(),
+        compute_threads: Default::default(),
     });
     let device = DeviceSpec {
         name: "gpu:0".into(),
@@ -476,4 +481,54 @@ fn proves_from_the_file(backend: &StandInDevice, engine: &Engine, seed: u64, n: 
 fn an_srs_larger_than_its_budget_is_streamed_from_its_file_without_a_preload() {
     let (backend, engine) = streaming_engine();
     proves_from_the_file(&backend, &engine, 8, 4);
+}
+
+/// A CRITICAL partition's compute call runs on the critical pool's threads (its host loops
+/// then do not queue behind the main load's in the process-wide pool), a NORMAL one on the
+/// watched call's own thread. See: #29 (a 32 GiB WinningPoSt's prove spent 0.3-1.1 s on
+/// the host beside a PoRep load).
+#[test]
+fn a_critical_partitions_call_runs_in_the_critical_pool() {
+    let (backend, device) = stand_in(0, 1);
+    let cfg = EngineConfig {
+        param_dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-engine-params"),
+        critical_synthesis_workers: 1,
+        ..EngineConfig::default()
+    };
+    let engine =
+        Engine::start(cfg, KindRegistry::with_synthetic(), vec![device]).expect("engine starts");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for priority in [Some(cuzk_engine::Priority::Critical), None] {
+        let request = ProofRequest {
+            vanilla_proof: SyntheticSpec {
+                log_n: 5,
+                n_partitions: 1,
+                seed: 9,
+            }
+            .encode(),
+            ..ProofRequest::default()
+        };
+        let job = engine
+            .submit(JobSpec {
+                request_id: format!("{priority:?}"),
+                kind: ProofKindId::Synthetic,
+                priority,
+                request,
+            })
+            .expect("accepted");
+        let AwaitOutcome::Finished(out) = rt
+            .block_on(engine.await_job(&job.job_id, Some(Duration::from_secs(300))))
+            .expect("known job")
+        else {
+            panic!("no outcome in 300 s");
+        };
+        assert_eq!(out.state, JobState::Completed, "{}", out.error);
+    }
+    let threads = backend.compute_threads.lock().clone();
+    assert_eq!(threads.len(), 2, "{threads:?}");
+    assert!(threads[0].starts_with("cuzk-critical-"), "{threads:?}");
+    assert_eq!(threads[1], "cuzk-call-gpu:0", "{threads:?}");
 }
