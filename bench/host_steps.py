@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Where a device's compute calls wait, read back from a `bench batch --timeline` SVG.
 
-Each compute call's host steps are laid end to end from the call's start (prepare, srs,
-fill, token_wait: the slot, the copies enqueued, the token). For each call after the
-first on DEVICE (default gpu:0), the times from the previous call's end (the end of the
-compute span that ended last before this one's): when this call entered, when its fill
-ended, when it had the token. A fill that ends after the previous call's end is a call
-that was not ready for the slot; a token long after both is a wait elsewhere.
+The engine lays each compute call's host steps end to end from the call's start (prepare,
+srs, fill, token_wait: the slot, the copies enqueued, the token), and draws its compute
+span where the backend held the token. For each call after the first on DEVICE (default
+gpu:0), the times from the previous call's end (the compute span that ended last before
+this one's token): when the call started, when its fill ended, when its token span began.
+A fill that ends after the previous call's end is a call that was not ready for the slot.
+Time the call spent before its first laid-out step (a load inside the backend's call)
+shows as a token span that begins long after its laid-out steps end.
 
     bench/host_steps.py timeline.svg [DEVICE]
 
@@ -38,6 +40,7 @@ def calls(svg, device):
             c["start"], c["end"] = start, start + dur
         elif stage in HOST:
             c["steps"][stage] = start + dur
+            c["first"] = min(c.get("first", start), start)
     return sorted((c for c in spans.values() if "start" in c), key=lambda c: c["start"])
 
 
@@ -49,19 +52,21 @@ def main():
         rows = calls(f.read(), device)
     out = []
     for c in rows:
-        before = [p["end"] for p in rows if p is not c and p["end"] <= c["steps"].get("token_wait", c["end"])]
+        # The previous call's end, allowing for the ms rounding of the titles' times.
+        before = [p["end"] for p in rows if p is not c and p["end"] <= c["start"] + 5.0]
         if not before:
             continue
         prev = max(before)
-        r = {"worker": c["worker"], "entered": round(c["start"] - prev, 1)}
-        for k in ("fill", "token_wait"):
-            if k in c["steps"]:
-                r[k + "_end"] = round(c["steps"][k] - prev, 1)
+        r = {"worker": c["worker"], "token": round(c["start"] - prev, 1)}
+        if "first" in c:
+            r["started"] = round(c["first"] - prev, 1)
+        if "fill" in c["steps"]:
+            r["fill_end"] = round(c["steps"]["fill"] - prev, 1)
         out.append(r)
         print(json.dumps(r))
     steady = out[1:] or out
     means = {"op": "host_steps_means", "device": device, "calls": len(steady)}
-    for k in ("entered", "fill_end", "token_wait_end"):
+    for k in ("started", "fill_end", "token"):
         v = [r[k] for r in steady if k in r]
         if v:
             means[k + "_ms"] = round(sum(v) / len(v), 1)
