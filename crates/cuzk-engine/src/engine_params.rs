@@ -52,11 +52,15 @@ pub(crate) fn every_device_streams(devices: &[Arc<Device>], srs: &Srs) -> bool {
 /// host copy that its GPU's regular device reads when the lane is busy or out of service,
 /// and a lane that never holds a PoRep SRS must not keep that SRS's host copy.
 fn every_regular_device(devices: &[Arc<Device>], f: impl Fn(&dyn Backend) -> bool) -> bool {
-    let mut regular = devices
+    let mut regular = regular_devices(devices).peekable();
+    regular.peek().is_some() && regular.all(|d| f(&*d.spec.backend))
+}
+
+/// The devices in service that are neither the CPU fallback nor a critical lane.
+fn regular_devices(devices: &[Arc<Device>]) -> impl Iterator<Item = &Arc<Device>> {
+    devices
         .iter()
         .filter(|d| !d.fallback && !d.spec.critical_only && d.in_service())
-        .peekable();
-    regular.peek().is_some() && regular.all(|d| f(&*d.spec.backend))
 }
 
 impl Engine {
@@ -127,20 +131,17 @@ impl Engine {
         }
     }
 
-    /// Hands `circuit_id`'s recorded shape, when there is one, to each regular device
-    /// (not the CPU fallback, not a critical lane), so that a device which evaluates a, b, c from the
-    /// shape's matrices loads them now rather than in its first prove: there the load held
-    /// the slot for ~15.7 s of a 32 GiB PoRep's first call while the other worker proved
-    /// alone (docs/runs/2026-12-06.md, seventh session). A failure is logged: the first
-    /// prove loads them then, or takes the host's a, b, c.
+    /// Hands `circuit_id`'s recorded shape, when there is one, to each regular device, so
+    /// that a device which evaluates a, b, c from the shape's matrices loads them now
+    /// rather than in its first prove: there the load held the slot for ~15.7 s of a
+    /// 32 GiB PoRep's first call while the other worker proved alone
+    /// (docs/runs/2026-12-06.md, seventh session). A failure is logged: the first prove
+    /// loads them then, or takes the host's a, b, c.
     fn preload_matrices(&self, circuit_id: &str, srs: &Srs) {
         let Some(r1cs) = self.shared.synth.recorded(circuit_id) else {
             return;
         };
-        for device in &self.shared.devices {
-            if device.fallback || device.spec.critical_only {
-                continue;
-            }
+        for device in regular_devices(&self.shared.devices) {
             let t = Instant::now();
             match device.spec.backend.preload_matrices(srs, &r1cs) {
                 Ok(0) => {}

@@ -168,9 +168,8 @@ pub(crate) fn call_backend(
 ) -> CallOutcome {
     // In `pool` when given (a CRITICAL partition's call: its loops must not queue behind
     // the main load's in the process-wide pool).
-    let call = move |d: &Device, a: &Assignment, s: &Srs| match &pool {
-        Some(pool) => pool.install(|| prove_caught(d, a, s)),
-        None => prove_caught(d, a, s),
+    let call = move |d: &Device, a: &Assignment, s: &Srs| {
+        crate::state::in_pool(pool.as_deref(), || prove_caught(d, a, s))
     };
     if !device.spec.is_gpu {
         return call(device, asg, srs);

@@ -193,16 +193,24 @@ pub(crate) struct Shared {
     pub critical_pool: Option<Arc<rayon::ThreadPool>>,
 }
 
+/// Runs `f` in `pool` when there is one, else here.
+pub(crate) fn in_pool<R: Send>(
+    pool: Option<&rayon::ThreadPool>,
+    f: impl FnOnce() -> R + Send,
+) -> R {
+    match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
 /// Threads in [`Shared::critical_pool`]: a WinningPoSt's loops are small (2^19 rows).
 pub(crate) const CRITICAL_POOL_THREADS: usize = 4;
 
 impl Shared {
     /// Runs `f` in the critical pool where `critical` and the pool exists, else here.
     pub(crate) fn on_pool<R: Send>(&self, critical: bool, f: impl FnOnce() -> R + Send) -> R {
-        match self.pool_for(critical) {
-            Some(pool) => pool.install(f),
-            None => f(),
-        }
+        in_pool(self.critical_pool.as_deref().filter(|_| critical), f)
     }
 
     /// The critical pool where `critical` and it exists.

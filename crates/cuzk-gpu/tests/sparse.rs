@@ -197,29 +197,65 @@ fn products_match_the_cpu_on_a_recorded_circuit() {
 /// room (a VRAM budget of 0, the SRS streamed), a, b, c on the CPU; with the SRS streamed
 /// and room, on the CPU too (`AbcBy::Host`: its staging holds them anyway), alone or
 /// beside other calls; the proofs the same either way. See: #17, #26.
-#[test]
-fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
-    use cuzk_gpu::{GpuBackend, GpuBackendConfig, Residency};
-    use cuzk_groth16::{paramgen, prove, verify, Backend};
-    let Some(dev) = device() else { return };
+/// A 2^12 synthetic circuit of a fresh seed, its parameters (made on the GPU) and its
+/// recorded shape.
+struct Recorded {
+    seed: u64,
+    c: SyntheticCircuit,
+    rng: ChaCha20Rng,
+    srs: cuzk_groth16::Srs,
+    r1cs: Arc<R1cs>,
+}
+
+fn recorded(dev: &Arc<Device>) -> Recorded {
     let seed = seed();
     let c = SyntheticCircuit::with_log_n(12, seed, SyntheticShape::default()).expect("valid");
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
-    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+    let srs = cuzk_groth16::paramgen::generate(c, &mut rng, &fb)
+        .expect("paramgen")
+        .srs;
     let r1cs = Arc::new(R1cs::record(c).expect("records"));
-    let roomy = GpuBackend::new(dev.clone());
-    let config = |budget| GpuBackendConfig {
-        residency: Residency::Streamed,
+    Recorded {
+        seed,
+        c,
+        rng,
+        srs,
+        r1cs,
+    }
+}
+
+/// A backend config that streams the SRS within a VRAM budget of `budget` bytes.
+fn streamed_within(budget: u64) -> cuzk_gpu::GpuBackendConfig {
+    cuzk_gpu::GpuBackendConfig {
+        residency: cuzk_gpu::Residency::Streamed,
         vram_budget_bytes: Some(budget),
-        ..GpuBackendConfig::default()
-    };
+        ..cuzk_gpu::GpuBackendConfig::default()
+    }
+}
+
+#[test]
+fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
+    use cuzk_gpu::GpuBackend;
+    use cuzk_groth16::{prove, verify, Backend};
+    let Some(dev) = device() else { return };
+    let Recorded {
+        seed,
+        c,
+        mut rng,
+        srs,
+        r1cs,
+    } = recorded(&dev);
+    let roomy = GpuBackend::new(dev.clone());
     // Room for one full worker with a streamed SRS, none for the matrices.
-    let costs = GpuBackend::with_config(dev.clone(), config(u64::MAX)).costs_of(&srs);
-    let tight = GpuBackend::with_config(dev.clone(), config(costs.plan_streamed + costs.slot_full));
+    let costs = GpuBackend::with_config(dev.clone(), streamed_within(u64::MAX)).costs_of(&srs);
+    let tight = GpuBackend::with_config(
+        dev.clone(),
+        streamed_within(costs.plan_streamed + costs.slot_full),
+    );
     // Room for everything but a resident SRS (which `Residency::Streamed` costs at
     // u64::MAX / 4): with u64::MAX it would be chosen resident, a, b, c on the device.
-    let streamed = GpuBackend::with_config(dev.clone(), config(u64::MAX / 8));
+    let streamed = GpuBackend::with_config(dev.clone(), streamed_within(u64::MAX / 8));
     let mut cases = Vec::new();
     for w in [1u64, 2] {
         let inst = c.with_witness_seed(seed ^ w);
@@ -282,15 +318,16 @@ fn the_gpu_backend_proves_deferred_assignments_as_evaluated() {
 /// (the first call's load held a 32 GiB PoRep's slot for ~15.7 s).
 #[test]
 fn matrices_loaded_at_preload_serve_the_first_prove() {
-    use cuzk_gpu::{GpuBackend, GpuBackendConfig, Residency};
-    use cuzk_groth16::{paramgen, prove, Backend};
+    use cuzk_gpu::GpuBackend;
+    use cuzk_groth16::{prove, Backend};
     let Some(dev) = device() else { return };
-    let seed = seed();
-    let c = SyntheticCircuit::with_log_n(12, seed, SyntheticShape::default()).expect("valid");
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
-    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
-    let r1cs = Arc::new(R1cs::record(c).expect("records"));
+    let Recorded {
+        seed,
+        c,
+        mut rng,
+        srs,
+        r1cs,
+    } = recorded(&dev);
     let resident = GpuBackend::new(dev.clone());
     resident.preload_srs(&srs).expect("srs preloaded");
     let bytes = resident
@@ -308,14 +345,7 @@ fn matrices_loaded_at_preload_serve_the_first_prove() {
     assert_eq!(resident.matrices_uploads(), 1, "loaded once, at preload");
     assert_eq!(resident.host_abc_calls(), 0);
 
-    let streamed = GpuBackend::with_config(
-        dev.clone(),
-        GpuBackendConfig {
-            residency: Residency::Streamed,
-            vram_budget_bytes: Some(u64::MAX / 8),
-            ..GpuBackendConfig::default()
-        },
-    );
+    let streamed = GpuBackend::with_config(dev.clone(), streamed_within(u64::MAX / 8));
     streamed.preload_srs(&srs).expect("srs preloaded");
     let bytes = streamed
         .preload_matrices(&srs, &r1cs)

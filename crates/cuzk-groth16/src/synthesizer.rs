@@ -127,8 +127,7 @@ impl Synthesizer {
 
     /// Whether `circuit_id`'s shape is recorded and kept.
     pub fn is_recorded(&self, circuit_id: &str) -> bool {
-        let slot = self.shared.shapes.get(circuit_id);
-        slot.is_some_and(|s| s.shape.get().is_some_and(Option::is_some))
+        self.recorded(circuit_id).is_some()
     }
 
     /// The recorded shape of `circuit_id`, if recorded and kept: what a backend may load

@@ -19,6 +19,8 @@ use cuzk_groth16::{
 };
 use parking_lot::Mutex;
 
+use crate::support::{finish, spec};
+
 /// The CPU backend plus "device-resident" SRSs (copies of their points, keyed by their
 /// fingerprint, as a device holds them) and a token taken inside `compute`, after a
 /// deliberate 30 ms of "upload" outside it.
@@ -497,34 +499,11 @@ fn a_critical_partitions_call_runs_in_the_critical_pool() {
     };
     let engine =
         Engine::start(cfg, KindRegistry::with_synthetic(), vec![device]).expect("engine starts");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
     for priority in [Some(cuzk_engine::Priority::Critical), None] {
-        let request = ProofRequest {
-            vanilla_proof: SyntheticSpec {
-                log_n: 5,
-                n_partitions: 1,
-                seed: 9,
-            }
-            .encode(),
-            ..ProofRequest::default()
-        };
-        let job = engine
-            .submit(JobSpec {
-                request_id: format!("{priority:?}"),
-                kind: ProofKindId::Synthetic,
-                priority,
-                request,
-            })
-            .expect("accepted");
-        let AwaitOutcome::Finished(out) = rt
-            .block_on(engine.await_job(&job.job_id, Some(Duration::from_secs(300))))
-            .expect("known job")
-        else {
-            panic!("no outcome in 300 s");
-        };
+        let mut job = spec(&format!("{priority:?}"), 5, 1, 9);
+        job.priority = priority;
+        let job = engine.submit(job).expect("accepted");
+        let out = finish(&engine, &job.job_id, Duration::from_secs(300));
         assert_eq!(out.state, JobState::Completed, "{}", out.error);
     }
     let threads = backend.compute_threads.lock().clone();

@@ -386,6 +386,15 @@ impl GpuBackend {
         self.fault_at(next)
     }
 
+    /// A preload's failure, as the engine reports it.
+    fn preload_error(&self, e: crate::error::GpuError) -> BackendError {
+        BackendError::Device {
+            device: format!("gpu:{}", self.dev.ordinal()),
+            stage: ProveStage::PreloadSrs,
+            message: e.to_string(),
+        }
+    }
+
     fn fault_at(&self, stage: ProveStage) -> Result<()> {
         let hit = {
             let mut f = self.fault.lock();
@@ -506,11 +515,7 @@ impl Backend for GpuBackend {
     }
 
     fn preload_srs(&self, srs: &Srs) -> Result<u64, BackendError> {
-        self.preload(srs).map_err(|e| BackendError::Device {
-            device: format!("gpu:{}", self.dev.ordinal()),
-            stage: ProveStage::PreloadSrs,
-            message: e.to_string(),
-        })
+        self.preload(srs).map_err(|e| self.preload_error(e))
     }
 
     fn preload_matrices(
@@ -518,15 +523,9 @@ impl Backend for GpuBackend {
         srs: &Srs,
         r1cs: &cuzk_groth16::recorded::R1cs,
     ) -> Result<u64, BackendError> {
-        let shape = shape_of_srs(srs);
-        match self.matrices_for(r1cs, &shape, srs) {
-            Ok(m) => Ok(m.map_or(0, |m| m.bytes())),
-            Err(e) => Err(BackendError::Device {
-                device: format!("gpu:{}", self.dev.ordinal()),
-                stage: ProveStage::PreloadSrs,
-                message: e.to_string(),
-            }),
-        }
+        self.matrices_for(r1cs, &shape_of_srs(srs), srs)
+            .map(|m| m.map_or(0, |m| m.bytes()))
+            .map_err(|e| self.preload_error(e))
     }
 
     fn evict_srs(&self, srs: &Srs) -> u64 {

@@ -31,8 +31,8 @@ use crate::ops::classify::{
     batch_add_scratch_bytes, batch_parts, batch_reduce_scratch_bytes, classify_scratch_bytes,
 };
 use crate::ops::msm::{
-    accumulate_scratch_bytes, buckets_bytes, modelled_additions, shape_scratch_bytes, window_bits,
-    window_sums_scratch_bytes, windows, Group, Shape, WindowTable,
+    accumulate_scratch_bytes, buckets_bytes, shape_scratch_bytes, window_bits,
+    window_sums_scratch_bytes, Group, Shape, WindowTable,
 };
 use crate::ops::ntt::NttPlan;
 use crate::tuning::tuning;
@@ -209,8 +209,8 @@ impl SumPlan {
             0
         };
         if self.acc.is_some() {
-            let sort = most_of_acc_widths(|s| accumulate_scratch_bytes(s, g, n));
-            let sums = most_of_acc_widths(|s| window_sums_scratch_bytes(s, g));
+            let sort = accumulate_scratch_bytes(&acc_shape(), g, n);
+            let sums = window_sums_scratch_bytes(&acc_shape(), g);
             let ones = batch_reduce_scratch_bytes(g, batch_parts(g));
             return classify_scratch_bytes(n) + packed + sort + sums + ones;
         }
@@ -222,7 +222,7 @@ impl SumPlan {
     }
 
     /// Bytes of its accumulators: a split sum's ones' partial sums, then the buckets (a
-    /// split sum's for the widest of [`ACC_WIDTHS`], whatever width the counts give it).
+    /// split sum's of [`ACC_WIDTH`]).
     fn acc_bytes(&self) -> usize {
         let g = self.group;
         if !self.split {
@@ -350,7 +350,7 @@ impl ProvePlan {
                 (None, true) => {
                     let hint = hints.map_or(n, |h| h[i - 1].min(n));
                     match accumulated {
-                        true => acc_bits(hint),
+                        true => ACC_WIDTH,
                         false => others_bits(chunk, hint.saturating_mul(chunk).div_ceil(n.max(1))),
                     }
                 }
@@ -457,16 +457,12 @@ impl ProvePlan {
 /// 16 GiB free), which a third chunk buffer of the ring now takes (`run.rs`,
 /// `deeper_ring`). The buckets are reduced once a sum, so 13 costs a few hundred
 /// bucket additions more a chunk than 8 where the others are few.
-const ACC_WIDTHS: [u32; 1] = [13];
+const ACC_WIDTH: u32 = 13;
 
-/// The largest `f` of the plain shapes of [`ACC_WIDTHS`]: what a split sum's accumulators
-/// and scratch are sized for, whatever width the counts give it.
-fn most_of_acc_widths(f: impl Fn(&Shape) -> usize) -> usize {
-    ACC_WIDTHS
-        .iter()
-        .map(|&c| f(&Shape::plain(c)))
-        .max()
-        .unwrap_or(0)
+/// The plain shape of [`ACC_WIDTH`]: what a split sum's accumulators and scratch are
+/// sized for.
+fn acc_shape() -> Shape {
+    Shape::plain(ACC_WIDTH)
 }
 
 /// Bytes of a split sum's ones' partial sums.
@@ -475,18 +471,9 @@ fn parts_bytes(g: Group) -> usize {
 }
 
 /// Bytes of a split sum's accumulators in `g`: its ones' partial sums, then the buckets
-/// for the widest of [`ACC_WIDTHS`], whatever width the counts give it.
+/// of [`ACC_WIDTH`].
 fn split_acc_bytes(g: Group) -> usize {
-    parts_bytes(g) + most_of_acc_widths(|s| buckets_bytes(s, g))
-}
-
-/// The width of [`ACC_WIDTHS`] the cost model picks for `expect` others in all chunks.
-fn acc_bits(expect: usize) -> u32 {
-    ACC_WIDTHS
-        .iter()
-        .copied()
-        .min_by_key(|&c| modelled_additions(expect.max(1), c, windows(c)))
-        .unwrap_or(13)
+    parts_bytes(g) + buckets_bytes(&acc_shape(), g)
 }
 
 /// The window width of the others' MSM over a bound of n points, expected to hold about

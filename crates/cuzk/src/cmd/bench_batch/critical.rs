@@ -104,13 +104,18 @@ pub(super) fn report(
             .unwrap_or_default()
     };
     // Each request's stages, summed over its events: where its latency went.
-    let stages_of = |job_id: &str| {
-        let mut sums = serde_json::Map::new();
-        for (name, ms) in stages_ms(events, job_id) {
-            sums.insert(name, serde_json::json!((ms * 10.0).round() / 10.0));
-        }
-        serde_json::Value::Object(sums)
-    };
+    let stages: Vec<Vec<(String, f64)>> = samples
+        .iter()
+        .map(|s| stages_ms(events, &s.job_id))
+        .collect();
+    let stages_json = stages
+        .iter()
+        .map(|st| {
+            st.iter()
+                .map(|(name, ms)| (name.clone(), serde_json::json!((ms * 10.0).round() / 10.0)))
+                .collect::<serde_json::Map<_, _>>()
+        })
+        .collect::<Vec<_>>();
     let mut sorted: Vec<f64> = samples.iter().map(|s| s.latency.as_secs_f64()).collect();
     sorted.sort_by(f64::total_cmp);
     let failed: Vec<&str> = samples
@@ -132,7 +137,7 @@ pub(super) fn report(
         "latencies_s": samples.iter().map(|s| s.latency.as_secs_f64()).collect::<Vec<_>>(),
         "compute_ms": samples.iter().map(|s| s.compute.as_secs_f64() * 1e3).collect::<Vec<_>>(),
         "devices": samples.iter().map(|s| device_of(&s.job_id)).collect::<Vec<_>>(),
-        "stages_ms": samples.iter().map(|s| stages_of(&s.job_id)).collect::<Vec<_>>(),
+        "stages_ms": stages_json,
         "beside_load": samples.iter().filter(|s| s.beside_load).count(),
     });
     println!("{line}");
@@ -144,8 +149,8 @@ pub(super) fn report(
         sorted.last().copied().unwrap_or(0.0),
         samples.iter().filter(|s| s.beside_load).count()
     );
-    for s in samples {
-        let parts: Vec<String> = stages_ms(events, &s.job_id)
+    for (s, st) in samples.iter().zip(&stages) {
+        let parts: Vec<String> = st
             .iter()
             .filter(|(_, ms)| *ms >= 0.05)
             .map(|(name, ms)| format!("{name} {ms:.1}"))
