@@ -163,13 +163,25 @@ pub fn gen_params_report(
     if kind == FilecoinKind::PoRep {
         gen_aggregation_key(dir)?;
     }
-    if params.is_file() && vk.is_file() {
+    let present = || params.is_file() && vk.is_file();
+    if present() {
         return Ok(ParamsReport {
             path: params,
             made: None,
         });
     }
     std::fs::create_dir_all(dir).map_err(|e| TestgenError::io(dir, e))?;
+    // Two processes making the same pair would each write a verifying key and rename
+    // their parameters in turn, and could leave one's parameters beside the other's key;
+    // a reader could also open the pair between the two. One makes it, the other waits
+    // and finds it made.
+    let _made_here = lock_exclusive(&params.with_extension("params.lock"))?;
+    if present() {
+        return Ok(ParamsReport {
+            path: params,
+            made: None,
+        });
+    }
     let circuit_id = crate::circuit_id(kind, size);
     let reg = Registered::from_abi(kind, Registered::default_abi(kind, size))?;
     let target = Target {
@@ -190,6 +202,21 @@ pub fn gen_params_report(
     })
 }
 
+/// Holds an exclusive advisory lock on `path` (created if absent) until dropped; the
+/// lock goes with the process, so one killed mid-generation blocks nobody.
+fn lock_exclusive(path: &Path) -> Result<std::fs::File, TestgenError> {
+    use fs2::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| TestgenError::io(path, e))?;
+    file.lock_exclusive()
+        .map_err(|e| TestgenError::io(path, e))?;
+    Ok(file)
+}
+
 /// Proofs the test SnarkPack key can aggregate: 128, the power of two above the 126
 /// partitions of a 32/64 GiB non-interactive PoRep.
 const TEST_AGGREGATION_PROOFS: usize = 128;
@@ -207,6 +234,11 @@ pub fn gen_aggregation_key(dir: &Path) -> Result<PathBuf, TestgenError> {
         return Ok(path);
     }
     std::fs::create_dir_all(dir).map_err(|e| TestgenError::io(dir, e))?;
+    // A prover and a verifier that read two processes' keys would not agree.
+    let _made_here = lock_exclusive(&path.with_extension("srs.lock"))?;
+    if path.is_file() {
+        return Ok(path);
+    }
     crate::snarkpack::write_test_srs(&path, TEST_AGGREGATION_PROOFS)
         .map_err(|e| TestgenError::io(&path, e))?;
     Ok(path)

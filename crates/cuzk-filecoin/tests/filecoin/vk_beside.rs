@@ -121,3 +121,34 @@ fn the_engine_fails_a_job_whose_params_disagree_with_their_vk() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Two generations of one pair into one empty folder at once (two test processes did
+/// this and one read another's parameters beside the first's key): one makes the pair,
+/// the other waits and finds it made, and the pair loads.
+#[test]
+fn two_generations_at_once_make_one_matching_pair() {
+    let dir = crate::common::cache_dir().join(format!("vk-beside-race-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let generate = || {
+        let dir = dir.clone();
+        std::thread::spawn(move || {
+            cuzk_filecoin::testgen::gen_params_report(
+                FilecoinKind::WindowPoSt,
+                SectorSize::S2KiB,
+                &dir,
+                &cuzk_groth16::paramgen::CpuFixedBase::default(),
+                &cuzk_filecoin::testgen::ParamsOptions::default(),
+            )
+            .expect("generate")
+        })
+    };
+    let (a, b) = (generate(), generate());
+    let (a, b) = (a.join().expect("thread a"), b.join().expect("thread b"));
+    assert_eq!(a.path, b.path);
+    let made = [&a, &b].iter().filter(|r| r.made.is_some()).count();
+    assert_eq!(made, 1, "both or neither generated the pair");
+    let srs = Srs::load(&a.path, SrsOptions::default()).expect("the pair belongs together");
+    let vk_path = Srs::vk_path_beside(&a.path).expect("a .params name");
+    assert_eq!(srs.vk, read_vk(&vk_path));
+    let _ = std::fs::remove_dir_all(dir);
+}
