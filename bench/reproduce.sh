@@ -100,7 +100,7 @@ if [ "${1:-}" = build ]; then
   fi
   (cd "$src" && cargo build --release --locked -p cuzk) || exit 1
   cp "$CARGO_TARGET_DIR/release/cuzk" "$dir/cuzk"
-  for t in gpu budget sparse; do
+  for t in gpu budget sparse host_pool; do
     [ -f "$src/crates/cuzk-gpu/tests/$t.rs" ] || continue
     tests=$(cd "$src" && cargo test --release --locked -p cuzk-gpu --test $t --no-run \
       --message-format=json 2>/dev/null | T=$t python3 -c '
@@ -179,7 +179,7 @@ fake_request_32g() {
 # sweeps): for a device call that also measures.
 part_gputests() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  for tests in gpu budget sparse; do
+  for tests in gpu budget sparse host_pool; do
     [ -x "$NEW/${tests}_tests" ] || continue
     t "new ($(commit "$NEW")): $tests tests"
     timeout -k 10 150 "$NEW/${tests}_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
@@ -206,7 +206,7 @@ part_checks() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   for dir in $(binaries); do
     local w; w=$(label "$dir")
-    for tests in gpu budget sparse; do
+    for tests in gpu budget sparse host_pool; do
       [ -x "$dir/${tests}_tests" ] || continue
       t "$w ($(commit "$dir")): $tests tests"
       timeout -k 10 150 "$dir/${tests}_tests" --test-threads=1 2>&1 | grep -E "^test |test result|panicked|rror"
@@ -335,7 +335,7 @@ part_batch32() {
 # Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
 # the budget, the mode chosen, the SRS host copy released.
 quiet_small() {
-  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|gpu budget|critical|proving mode|host copy|recorded at preload|registered|into the staging|resident in vram/)'
+  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|gpu budget|critical|proving mode|host copy|recorded at preload|registered|into the staging|resident in vram|slow prepare/)'
 }
 
 # Another process holds all but SMALL_KEEP GiB of the card (default "24 16": an RTX

@@ -47,6 +47,7 @@ pub mod sums;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use cuzk_groth16::{
     Assignment, Backend, BackendError, ComputeToken, MsmOutputs, ProveReport, ProveStage, Srs,
@@ -122,6 +123,12 @@ pub struct GpuBackendConfig {
     /// sums, whose per-chunk reductions cost), `Some(true)` wherever a sum has several
     /// chunks (tests run the path on small circuits), `Some(false)` never.
     pub stream_accumulators: Option<bool>,
+    /// Threads of a host pool of the backend's own, in which a compute call's host work
+    /// runs (the staging's fill, a, b, c evaluated on the host, the filler beside the
+    /// kernels); `None`: the caller's pool (the process-wide one for a thread outside any
+    /// pool). A critical lane has its own: its fill queued behind the process-wide pool's
+    /// PoRep synthesis for 0.8 s (docs/runs/2026-12-06.md, seventh session).
+    pub host_threads: Option<usize>,
 }
 
 impl Default for GpuBackendConfig {
@@ -136,6 +143,7 @@ impl Default for GpuBackendConfig {
             concurrent_sums: tuning().concurrent_sums,
             register_streamed_srs: !tuning().no_host_registration,
             stream_accumulators: None,
+            host_threads: None,
         }
     }
 }
@@ -178,6 +186,8 @@ pub struct GpuBackend {
     /// steps between one traced prove's kernels and the next one's, written with the next
     /// trace line ([`GpuBackend::host_mark`]).
     host_marks: Mutex<Vec<(&'static str, cudarc::driver::CudaEvent)>>,
+    /// The host pool of [`GpuBackendConfig::host_threads`].
+    host_pool: Option<rayon::ThreadPool>,
 }
 
 /// Host marks kept for the next trace line ([`GpuBackend::host_mark`]): one call's and the
@@ -189,6 +199,23 @@ const HOST_MARKS_KEPT: usize = 16;
 struct Shared {
     arena: VramArena,
     stream_pins: [Option<PinnedBuf>; 2],
+}
+
+/// A host pool of `n` threads (at least two: a call waits on one for the filler on
+/// another) named after the GPU; `None`, logged, when its threads cannot be made (the
+/// caller's pool then serves).
+fn host_pool(ordinal: usize, n: usize) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n.max(2))
+        .thread_name(move |i| format!("cuzk-gpu{ordinal}-host-{i}"))
+        .build()
+        .inspect_err(|e| {
+            tracing::warn!(
+                gpu = ordinal,
+                "no host pool of its own: the caller's serves: {e}"
+            )
+        })
+        .ok()
 }
 
 /// Margin left free on the device by the default VRAM budget.
@@ -207,7 +234,9 @@ impl GpuBackend {
     /// A backend on `dev` with `cfg`. Nothing is allocated until the first compute or
     /// [`GpuBackend::preload`].
     pub fn with_config(dev: Arc<Device>, cfg: GpuBackendConfig) -> GpuBackend {
+        let host_pool = cfg.host_threads.and_then(|n| host_pool(dev.ordinal(), n));
         GpuBackend {
+            host_pool,
             pinned: PinnedPool::new(dev.clone()),
             slots: SlotPool::new(cfg.workers),
             dev,
@@ -395,6 +424,14 @@ impl GpuBackend {
         }
     }
 
+    /// Runs `f` in the backend's host pool ([`GpuBackendConfig::host_threads`]), or here.
+    pub(super) fn on_host_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.host_pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
+
     fn fault_at(&self, stage: ProveStage) -> Result<()> {
         let hit = {
             let mut f = self.fault.lock();
@@ -425,10 +462,12 @@ impl Backend for GpuBackend {
         srs: &Srs,
         report: &mut ProveReport,
     ) -> Result<MsmOutputs, BackendError> {
+        let t = Instant::now();
         // Only the assignment's own faults are the caller's; everything after is ours.
         let shape = validate(asg, srs).map_err(|e| BackendError::Mismatch {
             what: e.to_string(),
         })?;
+        let validated = t.elapsed();
         let device_err = |stage, e: GpuError| match e {
             GpuError::SrsReleased => BackendError::SrsReleased,
             GpuError::SrsFile(e) => {
@@ -473,9 +512,23 @@ impl Backend for GpuBackend {
                 Err(e) => return Err(device_err(ProveStage::Srs, e)),
             },
         };
-        let call = prove::ProveCall::new(asg, shape, srs, matrices.as_deref());
-        let r = self.compute_inner(&call, report);
-        r.map_err(|e| device_err(call.stage(), e))
+        let looked_up = t.elapsed();
+        let matrices = matrices.as_deref();
+        let queued = Instant::now();
+        let (r, stage, entered) = self.on_host_pool(|| {
+            let entered = queued.elapsed();
+            let call = prove::ProveCall::new(asg, shape, srs, matrices);
+            (self.compute_inner(&call, report), call.stage(), entered)
+        });
+        self.note_slow_steps(
+            "call setup",
+            &[
+                ("validate", validated),
+                ("matrices", looked_up - validated),
+                ("host pool", entered),
+            ],
+        );
+        r.map_err(|e| device_err(stage, e))
     }
 
     fn owns_compute_token(&self) -> bool {

@@ -428,6 +428,30 @@ impl GpuBackend {
         Ok((token, rest, times))
     }
 
+    /// Logs the host steps of a call that took longer than they should on this handle:
+    /// the critical lane's prepare took 0.3–0.9 s under a PoRep load in two of five calls
+    /// (1 ms in the others), and one call spent 1.1 s outside every stage
+    /// (docs/runs/2026-12-06.md, seventh session); which step did is what the next run on
+    /// a device must tell. `what` names the steps' span, `steps` each step's time.
+    pub(super) fn note_slow_steps(&self, what: &str, steps: &[(&str, Duration)]) {
+        let slow = match self.dev.priority() < 0 {
+            true => Duration::from_millis(20),
+            false => Duration::from_secs(1),
+        };
+        if steps.iter().map(|(_, d)| *d).sum::<Duration>() > slow {
+            let steps: Vec<String> = steps
+                .iter()
+                .map(|(name, d)| format!("{name} {:.1} ms", d.as_secs_f64() * 1e3))
+                .collect();
+            tracing::info!(
+                gpu = self.dev.ordinal(),
+                priority = self.dev.priority(),
+                "slow {what}: {}",
+                steps.join(", ")
+            );
+        }
+    }
+
     /// After a failed prove: queued kernels (and copies) may still use the slot and the
     /// scratch, so they drain before the slot goes back and the token passes on (errors
     /// here are secondary).
@@ -454,10 +478,21 @@ impl GpuBackend {
         let t = Instant::now();
         self.enter(call, ProveStage::Prepare)?;
         let plan = self.call_plan(asg, &shape, srs, call.matrices)?;
+        let planned = t.elapsed();
         let (lean, staged_from) = (plan.lean, plan.staged_from);
         let mut slot = self.take_slot(&shape, &plan)?;
+        let slotted = t.elapsed();
         let pieces = staging_pieces(&shape, asg);
-        report.push(ProveStage::Prepare, t.elapsed());
+        let prepared = t.elapsed();
+        report.push(ProveStage::Prepare, prepared);
+        self.note_slow_steps(
+            "prepare",
+            &[
+                ("plan", planned),
+                ("slot", slotted - planned),
+                ("pieces", prepared - slotted),
+            ],
+        );
 
         call.reached(ProveStage::Srs);
         let t = Instant::now();
@@ -499,7 +534,9 @@ impl GpuBackend {
                 // that reads part k, waits for its copies (`LateParts`).
                 let (tx, rx) = std::sync::mpsc::channel::<usize>();
                 let u = &uploads;
-                let filler = rest.map(|parts| scope.spawn(move || fill_rest(parts, u, tx)));
+                let filler = rest.map(|parts| {
+                    scope.spawn(move || self.on_host_pool(|| fill_rest(parts, u, tx)))
+                });
                 let mut late = LateParts::new(u, overlapped, rx, filler);
                 let mut ready = |k: usize, d: Option<&Device>| late.wait(k, d);
                 let out = self.kernels(

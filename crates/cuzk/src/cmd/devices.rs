@@ -79,6 +79,7 @@ pub fn gpu_specs(
         let lane_cfg = GpuBackendConfig {
             workers: 1,
             vram_budget_bytes: Some(split.lane_bytes),
+            host_threads: Some(LANE_HOST_THREADS),
             ..main_cfg.clone()
         };
         let backend = GpuBackend::with_config(dev.clone(), main_cfg);
@@ -144,6 +145,11 @@ fn spec(
         critical_only,
     }
 }
+
+/// Threads of a critical lane's own host pool ([`GpuBackendConfig::host_threads`]): its
+/// fills are small (a 32 GiB WinningPoSt's witness), and must not queue behind the
+/// process-wide pool's synthesis.
+const LANE_HOST_THREADS: usize = 4;
 
 /// How a GPU's device memory is shared by its regular backend and its critical lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

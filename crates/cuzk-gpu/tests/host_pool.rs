@@ -1,0 +1,106 @@
+//! A GPU backend with a host pool of its own (`GpuBackendConfig::host_threads`, the
+//! critical lane's) proves while every thread of the process-wide rayon pool is held:
+//! none of its host work (the staging's fill, the filler beside the kernels) waits for
+//! that pool. Under a PoRep load the lane's fill queued there behind synthesis for 0.8 s
+//! (docs/runs/2026-12-06.md, seventh session; #29). Its own binary: holding the
+//! process-wide pool would stall the other device tests. Without a CUDA device the test
+//! prints `skipped: no CUDA device` and passes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use cuzk_gpu::{GpuBackend, GpuBackendConfig};
+use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
+use cuzk_groth16::{paramgen, synthesize, Backend, CpuBackend, ProveReport};
+use rand_chacha::rand_core::SeedableRng;
+
+mod support;
+use support::{device, seed};
+
+/// Holds every thread of the process-wide rayon pool until dropped.
+struct HeldPool {
+    released: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl HeldPool {
+    fn hold() -> HeldPool {
+        let released = Arc::new((Mutex::new(false), Condvar::new()));
+        let running = Arc::new(AtomicUsize::new(0));
+        let n = rayon::current_num_threads();
+        for _ in 0..n {
+            let (released, running) = (released.clone(), running.clone());
+            rayon::spawn(move || {
+                running.fetch_add(1, Ordering::SeqCst);
+                let (lock, cv) = &*released;
+                let mut done = lock.lock().expect("hold lock");
+                while !*done {
+                    done = cv.wait(done).expect("hold wait");
+                }
+            });
+        }
+        let t = Instant::now();
+        while running.load(Ordering::SeqCst) < n {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the pool's threads did not start"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        HeldPool { released }
+    }
+}
+
+impl Drop for HeldPool {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.released;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+}
+
+#[test]
+fn a_backend_with_its_own_host_pool_proves_while_the_process_pool_is_held() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    // 2^17 rows: a, b, c and the witness each span several fill pieces (2^16 scalars), so
+    // the fill splits its work across threads (one piece would run inline).
+    let c = SyntheticCircuit::with_log_n(17, seed, SyntheticShape::default()).expect("circuit");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
+    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+    let asg = synthesize(c.with_witness_seed(seed ^ 1)).expect("synthesis");
+    let want = CpuBackend::new()
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("cpu");
+    let lane = GpuBackend::with_config(
+        dev.clone(),
+        GpuBackendConfig {
+            workers: 1,
+            host_threads: Some(2),
+            ..GpuBackendConfig::default()
+        },
+    );
+    // The first call loads the kernels and makes the slot; both are not this test's.
+    let first = lane
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .unwrap_or_else(|e| panic!("seed {seed}: first prove: {e}"));
+    assert_eq!(first, want, "seed {seed}: first prove");
+
+    let held = HeldPool::hold();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let r = lane.compute(&asg, &srs, &mut ProveReport::default());
+            let _ = tx.send(r);
+        });
+        let got = rx.recv_timeout(Duration::from_secs(60));
+        // Released before any assertion, so that a failure does not leave the prove
+        // waiting for the pool (the scope joins it).
+        drop(held);
+        let got = got
+            .unwrap_or_else(|_| panic!("seed {seed}: the prove waited for the process-wide pool"));
+        let got = got.unwrap_or_else(|e| panic!("seed {seed}: prove: {e}"));
+        assert_eq!(got, want, "seed {seed}: prove beside the held pool");
+    });
+}
