@@ -104,3 +104,49 @@ fn a_backend_with_its_own_host_pool_proves_while_the_process_pool_is_held() {
         assert_eq!(got, want, "seed {seed}: prove beside the held pool");
     });
 }
+
+/// Called from a worker of another pool (the engine runs a CRITICAL call in its critical
+/// pool) whose queue holds a long job, the call returns without running that job first: a
+/// worker installing into another pool would take its own pool's jobs while it waits.
+#[test]
+fn a_call_from_another_pools_worker_does_not_wait_for_that_pools_jobs() {
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let c = SyntheticCircuit::with_log_n(12, seed, SyntheticShape::default()).expect("circuit");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
+    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+    let asg = synthesize(c.with_witness_seed(seed ^ 1)).expect("synthesis");
+    let want = CpuBackend::new()
+        .compute(&asg, &srs, &mut ProveReport::default())
+        .expect("cpu");
+    let lane = GpuBackend::with_config(
+        dev.clone(),
+        GpuBackendConfig {
+            workers: 1,
+            host_threads: Some(2),
+            ..GpuBackendConfig::default()
+        },
+    );
+    lane.compute(&asg, &srs, &mut ProveReport::default())
+        .unwrap_or_else(|e| panic!("seed {seed}: first prove: {e}"));
+
+    let other = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a one-thread pool");
+    let long = Duration::from_secs(5);
+    let (got, took) = other.install(|| {
+        // Queued on this worker's own deque: only this worker can run it.
+        rayon::spawn(move || std::thread::sleep(long));
+        let t = Instant::now();
+        let got = lane.compute(&asg, &srs, &mut ProveReport::default());
+        (got, t.elapsed())
+    });
+    let got = got.unwrap_or_else(|e| panic!("seed {seed}: prove: {e}"));
+    assert_eq!(got, want, "seed {seed}: prove from another pool's worker");
+    assert!(
+        took < long,
+        "seed {seed}: the call took {took:?}: its thread ran the other pool's job first"
+    );
+}

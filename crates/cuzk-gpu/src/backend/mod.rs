@@ -425,8 +425,19 @@ impl GpuBackend {
     }
 
     /// Runs `f` in the backend's host pool ([`GpuBackendConfig::host_threads`]), or here.
+    /// From a worker of another rayon pool (the engine's critical pool) it is installed
+    /// from a thread of its own: a worker that installs into another pool runs its own
+    /// pool's jobs while it waits, and returns `f`'s result only once the job it took is
+    /// done (a next WinningPoSt's synthesis, say).
     pub(super) fn on_host_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.host_pool {
+            Some(pool) if pool.current_thread_index().is_some() => f(),
+            Some(pool) if rayon::current_thread_index().is_some() => {
+                std::thread::scope(|s| match s.spawn(|| pool.install(f)).join() {
+                    Ok(r) => r,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+            }
             Some(pool) => pool.install(f),
             None => f(),
         }
