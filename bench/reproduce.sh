@@ -505,6 +505,25 @@ part_snap32() {
   echo "peak host memory in use: $(peak_mem "$OUT/mem-snap-32g.log")"
 }
 
+# The host kernel's counters that can stall any thread of the process at a page fault or
+# with an interrupt: direct reclaim and compaction stalls (/proc/vmstat), TLB shootdowns
+# (/proc/interrupts, all CPUs). `kstats` prints one line of them; `kstats_delta A B`
+# prints B - A per counter (the lane's host steps stalled 0.3-1.1 s at random places
+# under a PoRep load, docs/runs/2026-12-06.md).
+kstats() {
+  awk '/^(allocstall_normal|allocstall_movable|pgscan_direct|compact_stall|thp_fault_alloc) /{printf "%s=%s ", $1, $2}' /proc/vmstat
+  awk '$1 == "TLB:" {s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; printf "tlb_shootdowns=%d", s}' /proc/interrupts
+  echo
+}
+kstats_delta() {
+  python3 -c '
+import sys
+a = dict(kv.split("=") for kv in sys.argv[1].split())
+b = dict(kv.split("=") for kv in sys.argv[2].split())
+print("kernel counters over the run: " + ", ".join(f"{k} {int(b[k]) - int(a.get(k, 0)):,}" for k in b))
+' "$1" "$2"
+}
+
 # The 32 GiB WinningPoSt latency under a 32 GiB PoRep load (#29: <= 1 s), with the GPU's
 # critical lane and without it. After params32 (the PoRep parameters in /tmp/p32); the
 # WinningPoSt parameters are small (2^19) and go beside them.
@@ -528,6 +547,7 @@ part_winning32() {
     t "$n whole 32 GiB PoRep proofs from 2 clients, ${WINNING32_CRITICAL:-5} CRITICAL 32 GiB WinningPoSt beside them, critical lane: $case"
     memwatch "$OUT/mem-winning32-$case.log" &
     watch=$!
+    local k0; k0=$(kstats)
     CUZK_GPU_CRITICAL_YIELD=$yield RUST_LOG=warn,cuzk_gpu=info,cuzk_engine=info,cuzk=info \
       timeout -k 10 "${WINNING32_TIMEOUT:-280}" \
       "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
@@ -536,6 +556,7 @@ part_winning32() {
       --timeline "$OUT/timeline-winning32-$case.svg" 2>&1 |
       quiet_small | cut -c1-6000 | tee "$OUT/batch-winning32-$case.log"
     echo "bench exit: ${PIPESTATUS[0]}"
+    kstats_delta "$k0" "$(kstats)"
     kill "$watch" 2>/dev/null
     echo "peak host memory in use: $(peak_mem "$OUT/mem-winning32-$case.log")"
     python3 bench/host_steps.py "$OUT/timeline-winning32-$case.svg" 2>/dev/null | tail -1
