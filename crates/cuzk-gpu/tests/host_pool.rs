@@ -39,15 +39,17 @@ impl HeldPool {
                 }
             });
         }
+        // Made before the wait, so that a failed wait releases what did start.
+        let held = HeldPool { released };
         let t = Instant::now();
         while running.load(Ordering::SeqCst) < n {
             assert!(
-                t.elapsed() < Duration::from_secs(10),
+                t.elapsed() < Duration::from_secs(60),
                 "the pool's threads did not start"
             );
             std::thread::sleep(Duration::from_millis(1));
         }
-        HeldPool { released }
+        held
     }
 }
 
@@ -59,8 +61,12 @@ impl Drop for HeldPool {
     }
 }
 
+/// One test at a time: the first holds the process-wide pool that the other's set-up uses.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 #[test]
 fn a_backend_with_its_own_host_pool_proves_while_the_process_pool_is_held() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(dev) = device() else { return };
     let seed = seed();
     // 2^17 rows: a, b, c and the witness each span several fill pieces (2^16 scalars), so
@@ -110,6 +116,7 @@ fn a_backend_with_its_own_host_pool_proves_while_the_process_pool_is_held() {
 /// worker installing into another pool would take its own pool's jobs while it waits.
 #[test]
 fn a_call_from_another_pools_worker_does_not_wait_for_that_pools_jobs() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(dev) = device() else { return };
     let seed = seed();
     let c = SyntheticCircuit::with_log_n(12, seed, SyntheticShape::default()).expect("circuit");

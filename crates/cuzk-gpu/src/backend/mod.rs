@@ -47,7 +47,7 @@ pub mod sums;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cuzk_groth16::{
     Assignment, Backend, BackendError, ComputeToken, MsmOutputs, ProveReport, ProveStage, Srs,
@@ -443,35 +443,13 @@ impl GpuBackend {
         }
     }
 
-    fn fault_at(&self, stage: ProveStage) -> Result<()> {
-        let hit = {
-            let mut f = self.fault.lock();
-            if *f == Some(stage) {
-                f.take()
-            } else {
-                None
-            }
-        };
-        match hit {
-            Some(_) => {
-                tracing::warn!(gpu = self.dev.ordinal(), %stage, "injected fault");
-                self.dev.invalid_launch()
-            }
-            None => Ok(()),
-        }
-    }
-}
-
-impl Backend for GpuBackend {
-    fn name(&self) -> String {
-        format!("gpu:{}", self.dev.ordinal())
-    }
-
-    fn compute(
+    /// [`Backend::compute`] in the host pool, which it entered `entered` after the call.
+    fn compute_here(
         &self,
         asg: &Assignment,
         srs: &Srs,
         report: &mut ProveReport,
+        entered: Duration,
     ) -> Result<MsmOutputs, BackendError> {
         let t = Instant::now();
         // Only the assignment's own faults are the caller's; everything after is ours.
@@ -524,22 +502,51 @@ impl Backend for GpuBackend {
             },
         };
         let looked_up = t.elapsed();
-        let matrices = matrices.as_deref();
-        let queued = Instant::now();
-        let (r, stage, entered) = self.on_host_pool(|| {
-            let entered = queued.elapsed();
-            let call = prove::ProveCall::new(asg, shape, srs, matrices);
-            (self.compute_inner(&call, report), call.stage(), entered)
-        });
         self.note_slow_steps(
             "call setup",
             &[
+                ("host pool", entered),
                 ("validate", validated),
                 ("matrices", looked_up - validated),
-                ("host pool", entered),
             ],
         );
-        r.map_err(|e| device_err(stage, e))
+        let call = prove::ProveCall::new(asg, shape, srs, matrices.as_deref());
+        let r = self.compute_inner(&call, report);
+        r.map_err(|e| device_err(call.stage(), e))
+    }
+
+    fn fault_at(&self, stage: ProveStage) -> Result<()> {
+        let hit = {
+            let mut f = self.fault.lock();
+            if *f == Some(stage) {
+                f.take()
+            } else {
+                None
+            }
+        };
+        match hit {
+            Some(_) => {
+                tracing::warn!(gpu = self.dev.ordinal(), %stage, "injected fault");
+                self.dev.invalid_launch()
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> String {
+        format!("gpu:{}", self.dev.ordinal())
+    }
+
+    fn compute(
+        &self,
+        asg: &Assignment,
+        srs: &Srs,
+        report: &mut ProveReport,
+    ) -> Result<MsmOutputs, BackendError> {
+        let queued = Instant::now();
+        self.on_host_pool(|| self.compute_here(asg, srs, report, queued.elapsed()))
     }
 
     fn owns_compute_token(&self) -> bool {
