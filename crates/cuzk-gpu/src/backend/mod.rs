@@ -36,7 +36,7 @@ mod handover;
 pub mod matrices;
 mod params;
 pub mod plan;
-mod prepare;
+pub(crate) mod prepare;
 mod prove;
 pub mod residency;
 pub mod ring;

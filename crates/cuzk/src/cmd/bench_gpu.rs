@@ -123,6 +123,27 @@ pub enum GpuCommand {
     Fault(GpuFaultArgs),
     /// Compile every kernel module with NVRTC into the disk cache (no GPU needed).
     Compile(GpuCompileArgs),
+    /// The host side of a prove (no GPU needed): listing a synthetic partition's staging
+    /// pieces and filling a staging of the slot layout from them.
+    Staging(GpuStagingArgs),
+}
+
+/// Flags of `bench gpu staging`.
+#[derive(clap::Args)]
+pub struct GpuStagingArgs {
+    /// log2 of the circuit size; repeat or comma-separate for several.
+    #[arg(long = "log-n", value_delimiter = ',', required = true)]
+    log_n: Vec<u32>,
+    /// Timed stagings per size after one untimed (medians printed).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Seed of the witness.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Leave a, b, c to the staging, evaluated from the recorded matrices as it is filled
+    /// (the host's a, b, c of a streamed SRS), instead of evaluated by synthesis.
+    #[arg(long)]
+    deferred: bool,
 }
 
 /// Flags of `bench gpu prove`.
@@ -265,6 +286,10 @@ pub fn run_gpu(cmd: GpuCommand) -> anyhow::Result<()> {
             backend_bench::run_fault(a.device, a.log_n, stage, a.seed)
                 .context("bench gpu fault (needs a CUDA GPU)")?
         }
+        GpuCommand::Staging(a) => {
+            run_staging(&a)?;
+            0
+        }
         GpuCommand::Compile(a) => {
             for arch in a.arch {
                 let t = std::time::Instant::now();
@@ -280,6 +305,51 @@ pub fn run_gpu(cmd: GpuCommand) -> anyhow::Result<()> {
     };
     if failed > 0 {
         bail!("{failed} checks failed");
+    }
+    Ok(())
+}
+
+/// `bench gpu staging`: one JSON line per size with the median times of listing the pieces
+/// and of the fill. It compares nothing itself: run two builds on one machine to compare
+/// them.
+fn run_staging(a: &GpuStagingArgs) -> anyhow::Result<()> {
+    use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
+    let runs = a.runs.max(1);
+    for &lg in &a.log_n {
+        let c = SyntheticCircuit::with_log_n(lg, a.seed, SyntheticShape::default())?;
+        let w = c.with_witness_seed(a.seed ^ 1);
+        let asg = match a.deferred {
+            true => cuzk_groth16::recorded::R1cs::record(c)
+                .map(std::sync::Arc::new)
+                .and_then(|r| r.assign_deferred(w))
+                .context("recording and assigning the circuit")?,
+            false => cuzk_groth16::synthesize(w).context("synthesis")?,
+        };
+        let mut buf = Vec::new();
+        let mut times = Vec::with_capacity(runs);
+        for run in 0..=runs {
+            let t = cuzk_gpu::diag::staging::time_staging(&asg, &mut buf)?;
+            if run > 0 {
+                times.push(t);
+            }
+        }
+        let ms = |f: &dyn Fn(&cuzk_gpu::diag::staging::StagingTimes) -> std::time::Duration| {
+            let v: Vec<f64> = times.iter().map(|t| f(t).as_secs_f64() * 1e3).collect();
+            super::round1(cuzk_groth16::stats::median(&v))
+        };
+        println!(
+            "{}",
+            serde_json::json!({
+                "op": "gpu_staging",
+                "log_n": lg,
+                "abc": if a.deferred { "deferred" } else { "evaluated" },
+                "bytes": times[0].bytes,
+                "threads": super::threads(),
+                "runs": runs,
+                "pieces_ms": ms(&|t| t.pieces),
+                "fill_ms": ms(&|t| t.fill),
+            })
+        );
     }
     Ok(())
 }

@@ -1,0 +1,50 @@
+//! The host side of a GPU prove without a device, behind `cuzk bench gpu staging`: listing
+//! one assignment's staging pieces (the prepare stage's share: each compacted piece's set
+//! bits counted) and filling a staging of the slot layout from them in upload batches,
+//! each timed. The staging is plain memory here, not pinned; the upload is left out.
+
+use std::time::{Duration, Instant};
+
+use cuzk_groth16::Assignment;
+
+use crate::backend::prepare::{density_count, fill_batched, staging_pieces, UPLOAD_BATCH};
+use crate::backend::slots::SlotShape;
+use crate::error::Result;
+
+/// One staging of an assignment, timed.
+#[derive(Clone, Copy, Debug)]
+pub struct StagingTimes {
+    /// Listing the pieces (the prepare stage's share).
+    pub pieces: Duration,
+    /// Filling the staging from them, batch by batch, on the rayon pool.
+    pub fill: Duration,
+    /// Bytes of the staging.
+    pub bytes: usize,
+}
+
+/// Stages `asg` into `buf` (grown to the slot layout's size; reused across calls, so that
+/// only the first call pays for fresh pages) and times the two steps.
+///
+/// # Errors
+/// The fill's errors (a layout the pieces do not fit: a bug).
+pub fn time_staging(asg: &Assignment, buf: &mut Vec<u8>) -> Result<StagingTimes> {
+    let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
+    let shape = SlotShape {
+        lg: asg.lg_domain(),
+        n_l: nx,
+        n_a: ni + density_count(&asg.a_aux_density, nx),
+        n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
+    };
+    let bytes = shape.bytes();
+    buf.resize(bytes, 0);
+    let t = Instant::now();
+    let pieces = staging_pieces(&shape, asg);
+    let pieces_time = t.elapsed();
+    let t = Instant::now();
+    fill_batched(buf, 0..bytes, &pieces, UPLOAD_BATCH, |_, _| Ok(()))?;
+    Ok(StagingTimes {
+        pieces: pieces_time,
+        fill: t.elapsed(),
+        bytes,
+    })
+}
