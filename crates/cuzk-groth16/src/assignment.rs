@@ -67,6 +67,49 @@ impl Density {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
+    /// Number of set bits among bits `range`; bits past `len` count as unset.
+    pub fn count_ones_in(&self, range: std::ops::Range<usize>) -> usize {
+        self.masked_words(range)
+            .map(|(_, w)| w.count_ones() as usize)
+            .sum()
+    }
+
+    /// The indices of the set bits among bits `range`, in order; bits past `len` count as
+    /// unset. A word at a time: a sparse range costs its words, not its bits.
+    pub fn ones_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = usize> + '_ {
+        self.masked_words(range).flat_map(|(base, mut w)| {
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let bit = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    base + bit
+                })
+            })
+        })
+    }
+
+    /// The words holding bits `range` (clamped to `len`), each with the bits outside the
+    /// range cleared, and the index of its bit 0.
+    fn masked_words(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let end = range.end.min(self.len);
+        let start = range.start.min(end);
+        (start / 64..end.div_ceil(64)).map(move |w| {
+            let base = w * 64;
+            let mut word = self.words[w];
+            if start > base {
+                word &= !0u64 << (start - base);
+            }
+            // end > base here: the last word index is (end - 1) / 64.
+            if end - base < 64 {
+                word &= (1u64 << (end - base)) - 1;
+            }
+            (base, word)
+        })
+    }
+
     /// The backing words, bit i at `words[i / 64] >> (i % 64)`; bits past `len` are zero.
     pub fn words(&self) -> &[u64] {
         &self.words
@@ -257,5 +300,44 @@ impl Assignment {
             + 8 * (self.a_aux_density.words().len()
                 + self.b_input_density.words().len()
                 + self.b_aux_density.words().len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Density;
+    use rand::{Rng, SeedableRng};
+
+    /// A random bitmap of `len` bits, each set with probability `p`.
+    fn random(len: usize, p: f64, rng: &mut impl Rng) -> Density {
+        let mut d = Density::new(0);
+        (0..len).for_each(|_| d.push(rng.gen_bool(p)));
+        d
+    }
+
+    #[test]
+    fn ones_in_a_range_are_the_set_bits_a_bit_at_a_time_finds() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
+        for (len, p) in [
+            (0, 0.5),
+            (1, 1.0),
+            (63, 0.5),
+            (64, 1.0),
+            (65, 0.3),
+            (1000, 0.997),
+        ] {
+            for d in [random(len, p, &mut rng), random(len, 0.0, &mut rng)] {
+                let ends = [0, 1, 5, 63, 64, 65, 127, 128, 129, 500, len, len + 70];
+                for &b in &ends {
+                    for &e in &ends {
+                        let want: Vec<usize> = (b..e).filter(|&i| i < len && d.get(i)).collect();
+                        let got: Vec<usize> = d.ones_in(b..e).collect();
+                        assert_eq!(got, want, "len {len} p {p} range {b}..{e}");
+                        assert_eq!(d.count_ones_in(b..e), want.len(), "{len} {b}..{e}");
+                    }
+                }
+                assert_eq!(d.count_ones_in(0..len), d.count_ones());
+            }
+        }
     }
 }

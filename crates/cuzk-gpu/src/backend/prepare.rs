@@ -25,11 +25,7 @@ pub(crate) fn shape_of_srs(srs: &Srs) -> SlotShape {
 
 /// Number of set bits among the first `len` of `d`.
 pub(crate) fn density_count(d: &Density, len: usize) -> usize {
-    if d.len() == len {
-        d.count_ones()
-    } else {
-        (0..len.min(d.len())).filter(|&i| d.get(i)).count()
-    }
+    d.count_ones_in(0..len)
 }
 
 /// The shape of `asg`, checked against the parameters.
@@ -146,60 +142,41 @@ impl Piece<'_> {
                 }
             }
             Fill::Compact(v, d, first) => {
-                let mut at = 0;
-                for (i, s) in v.iter().enumerate() {
-                    if density_bit(d, first + i) {
-                        out[at..at + FR_BYTES].copy_from_slice(as_bytes(std::slice::from_ref(s)));
-                        at += FR_BYTES;
-                    }
+                let kept = d.ones_in(first..first + v.len());
+                for (out, i) in out.chunks_exact_mut(FR_BYTES).zip(kept) {
+                    out.copy_from_slice(as_bytes(std::slice::from_ref(&v[i - first])));
                 }
             }
         }
     }
 }
 
-/// Bit `i` of `d`; bits past its length count as unset.
-fn density_bit(d: &Density, i: usize) -> bool {
-    i < d.len() && d.get(i)
-}
-
 /// The pieces writing `parts` (each filtered by its density when given) one after another
 /// from staging offset `at`, in order; returns the offset after the last. The set bits of
-/// each compacted piece are counted in parallel first, which fixes where its output goes.
+/// each compacted piece, counted a word at a time, fix where its output goes: at 2^27
+/// ~4 M words on this thread. This was the prepare stage's one parallel loop: at e3ff2af a
+/// critical lane's call ran outside any pool of its own, and its prepare took 0.3–0.9 s in
+/// two of five calls under a PoRep load, likely queued in the process-wide pool behind
+/// synthesis (docs/runs/2026-12-06.md).
 fn vector_pieces<'a>(
     mut at: usize,
     parts: &[(&'a [Scalar], Option<&'a Density>)],
     out: &mut Vec<Piece<'a>>,
 ) -> usize {
-    use rayon::prelude::*;
-    let spans: Vec<(usize, usize, usize)> = parts
-        .iter()
-        .enumerate()
-        .flat_map(|(p, (v, _))| {
-            (0..v.len())
-                .step_by(PIECE)
-                .map(move |b| (p, b, (b + PIECE).min(v.len())))
-        })
-        .collect();
-    let counts: Vec<usize> = spans
-        .par_iter()
-        .map(|&(p, b, e)| match parts[p].1 {
-            None => e - b,
-            Some(d) => (b..e).filter(|&i| density_bit(d, i)).count(),
-        })
-        .collect();
-    for (&(p, b, e), count) in spans.iter().zip(counts) {
-        let (v, d) = parts[p];
-        let what = match d {
-            None => Fill::Copy(&v[b..e]),
-            Some(d) => Fill::Compact(&v[b..e], d, b),
-        };
-        out.push(Piece {
-            at,
-            len: count * FR_BYTES,
-            what,
-        });
-        at += count * FR_BYTES;
+    for &(v, d) in parts {
+        for b in (0..v.len()).step_by(PIECE) {
+            let e = (b + PIECE).min(v.len());
+            let (what, count) = match d {
+                None => (Fill::Copy(&v[b..e]), e - b),
+                Some(d) => (Fill::Compact(&v[b..e], d, b), d.count_ones_in(b..e)),
+            };
+            out.push(Piece {
+                at,
+                len: count * FR_BYTES,
+                what,
+            });
+            at += count * FR_BYTES;
+        }
     }
     at
 }
