@@ -246,3 +246,37 @@ fn bench_prove_reports_the_recorded_parts_path_and_plain_beside_it() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `bench gpu staging` runs without a device: per size and kind of a, b, c, one JSON line
+/// whose staging holds the slot layout (a, b, c padded to the domain, the witness
+/// vectors) and whose two steps took time.
+#[test]
+fn bench_gpu_staging_times_the_host_side_without_a_device() {
+    for deferred in [false, true] {
+        // Sizes whose fill takes over 0.05 ms (the line rounds to 0.1).
+        let mut args = vec!["bench", "gpu", "staging", "--log-n", "14,15", "--runs", "1"];
+        if deferred {
+            args.push("--deferred");
+        }
+        let out = stdout_of(&cuzk(&args), "bench gpu staging");
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        for (line, lg) in lines.iter().zip([14u64, 15]) {
+            assert_eq!(line["op"], "gpu_staging");
+            assert_eq!(line["log_n"], lg);
+            assert_eq!(line["abc"], if deferred { "deferred" } else { "evaluated" });
+            // a, b, c alone fill 3 × 2^lg scalars of 32 bytes.
+            let abc = (3 * 32) << lg;
+            assert!(line["bytes"].as_u64().is_some_and(|b| b > abc), "{line}");
+            assert!(line["fill_ms"].as_f64().is_some_and(|v| v > 0.0), "{line}");
+            assert!(
+                line["pieces_ms"].as_f64().is_some_and(|v| v >= 0.0),
+                "{line}"
+            );
+        }
+    }
+}
