@@ -10,9 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use cuzk_gpu::{GpuBackend, GpuBackendConfig};
+use cuzk_gpu::{Device, GpuBackend, GpuBackendConfig};
 use cuzk_groth16::synthetic::{SyntheticCircuit, SyntheticShape};
-use cuzk_groth16::{paramgen, synthesize, Backend, CpuBackend, ProveReport};
+use cuzk_groth16::{
+    paramgen, synthesize, Assignment, Backend, BackendError, CpuBackend, MsmOutputs, ProveReport,
+    Srs,
+};
 use rand_chacha::rand_core::SeedableRng;
 
 mod support;
@@ -64,6 +67,53 @@ impl Drop for HeldPool {
 /// One test at a time: the first holds the process-wide pool that the other's set-up uses.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// What both tests prove with: parameters and a witness of a synthetic circuit of 2^lg
+/// rows, the CPU backend's sums, and a one-worker backend with a host pool of 2 threads
+/// that has proved once (the first call loads the kernels and makes the slot).
+struct Lane {
+    srs: Srs,
+    asg: Assignment,
+    want: MsmOutputs,
+    lane: GpuBackend,
+}
+
+impl Lane {
+    fn new(dev: &Arc<Device>, lg: u32, seed: u64) -> Lane {
+        let c = SyntheticCircuit::with_log_n(lg, seed, SyntheticShape::default()).expect("circuit");
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+        let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
+        let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
+        let asg = synthesize(c.with_witness_seed(seed ^ 1)).expect("synthesis");
+        let want = CpuBackend::new()
+            .compute(&asg, &srs, &mut ProveReport::default())
+            .expect("cpu");
+        let lane = GpuBackend::with_config(
+            dev.clone(),
+            GpuBackendConfig {
+                workers: 1,
+                host_threads: Some(2),
+                ..GpuBackendConfig::default()
+            },
+        );
+        let l = Lane {
+            srs,
+            asg,
+            want,
+            lane,
+        };
+        let first = l
+            .compute()
+            .unwrap_or_else(|e| panic!("seed {seed}: first prove: {e}"));
+        assert_eq!(first, l.want, "seed {seed}: first prove");
+        l
+    }
+
+    fn compute(&self) -> Result<MsmOutputs, BackendError> {
+        self.lane
+            .compute(&self.asg, &self.srs, &mut ProveReport::default())
+    }
+}
+
 #[test]
 fn a_backend_with_its_own_host_pool_proves_while_the_process_pool_is_held() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -71,34 +121,13 @@ fn a_backend_with_its_own_host_pool_proves_while_the_process_pool_is_held() {
     let seed = seed();
     // 2^17 rows: a, b, c and the witness each span several fill pieces (2^16 scalars), so
     // the fill splits its work across threads (one piece would run inline).
-    let c = SyntheticCircuit::with_log_n(17, seed, SyntheticShape::default()).expect("circuit");
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
-    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
-    let asg = synthesize(c.with_witness_seed(seed ^ 1)).expect("synthesis");
-    let want = CpuBackend::new()
-        .compute(&asg, &srs, &mut ProveReport::default())
-        .expect("cpu");
-    let lane = GpuBackend::with_config(
-        dev.clone(),
-        GpuBackendConfig {
-            workers: 1,
-            host_threads: Some(2),
-            ..GpuBackendConfig::default()
-        },
-    );
-    // The first call loads the kernels and makes the slot; both are not this test's.
-    let first = lane
-        .compute(&asg, &srs, &mut ProveReport::default())
-        .unwrap_or_else(|e| panic!("seed {seed}: first prove: {e}"));
-    assert_eq!(first, want, "seed {seed}: first prove");
+    let l = Lane::new(&dev, 17, seed);
 
     let held = HeldPool::hold();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
         s.spawn(|| {
-            let r = lane.compute(&asg, &srs, &mut ProveReport::default());
-            let _ = tx.send(r);
+            let _ = tx.send(l.compute());
         });
         let got = rx.recv_timeout(Duration::from_secs(60));
         // Released before any assertion, so that a failure does not leave the prove
@@ -107,7 +136,7 @@ fn a_backend_with_its_own_host_pool_proves_while_the_process_pool_is_held() {
         let got = got
             .unwrap_or_else(|_| panic!("seed {seed}: the prove waited for the process-wide pool"));
         let got = got.unwrap_or_else(|e| panic!("seed {seed}: prove: {e}"));
-        assert_eq!(got, want, "seed {seed}: prove beside the held pool");
+        assert_eq!(got, l.want, "seed {seed}: prove beside the held pool");
     });
 }
 
@@ -119,24 +148,7 @@ fn a_call_from_another_pools_worker_does_not_wait_for_that_pools_jobs() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(dev) = device() else { return };
     let seed = seed();
-    let c = SyntheticCircuit::with_log_n(12, seed, SyntheticShape::default()).expect("circuit");
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
-    let srs = paramgen::generate(c, &mut rng, &fb).expect("paramgen").srs;
-    let asg = synthesize(c.with_witness_seed(seed ^ 1)).expect("synthesis");
-    let want = CpuBackend::new()
-        .compute(&asg, &srs, &mut ProveReport::default())
-        .expect("cpu");
-    let lane = GpuBackend::with_config(
-        dev.clone(),
-        GpuBackendConfig {
-            workers: 1,
-            host_threads: Some(2),
-            ..GpuBackendConfig::default()
-        },
-    );
-    lane.compute(&asg, &srs, &mut ProveReport::default())
-        .unwrap_or_else(|e| panic!("seed {seed}: first prove: {e}"));
+    let l = Lane::new(&dev, 12, seed);
 
     let other = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -147,11 +159,11 @@ fn a_call_from_another_pools_worker_does_not_wait_for_that_pools_jobs() {
         // Queued on this worker's own deque: only this worker can run it.
         rayon::spawn(move || std::thread::sleep(long));
         let t = Instant::now();
-        let got = lane.compute(&asg, &srs, &mut ProveReport::default());
+        let got = l.compute();
         (got, t.elapsed())
     });
     let got = got.unwrap_or_else(|e| panic!("seed {seed}: prove: {e}"));
-    assert_eq!(got, want, "seed {seed}: prove from another pool's worker");
+    assert_eq!(got, l.want, "seed {seed}: prove from another pool's worker");
     assert!(
         took < long,
         "seed {seed}: the call took {took:?}: its thread ran the other pool's job first"
