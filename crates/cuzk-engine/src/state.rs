@@ -210,7 +210,7 @@ pub(crate) const CRITICAL_POOL_THREADS: usize = 4;
 impl Shared {
     /// Runs `f` in the critical pool where `critical` and the pool exists, else here.
     pub(crate) fn on_pool<R: Send>(&self, critical: bool, f: impl FnOnce() -> R + Send) -> R {
-        in_pool(self.critical_pool.as_deref().filter(|_| critical), f)
+        in_pool(self.pool_for(critical).as_deref(), f)
     }
 
     /// The critical pool where `critical` and it exists.

@@ -33,6 +33,7 @@ pub mod budget;
 pub mod combine;
 mod fit;
 mod handover;
+mod host;
 pub mod matrices;
 mod params;
 pub mod plan;
@@ -201,23 +202,6 @@ struct Shared {
     stream_pins: [Option<PinnedBuf>; 2],
 }
 
-/// A host pool of `n` threads (at least two: a call waits on one for the filler on
-/// another) named after the GPU; `None`, logged, when its threads cannot be made (the
-/// caller's pool then serves).
-fn host_pool(ordinal: usize, n: usize) -> Option<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(n.max(2))
-        .thread_name(move |i| format!("cuzk-gpu{ordinal}-host-{i}"))
-        .build()
-        .inspect_err(|e| {
-            tracing::warn!(
-                gpu = ordinal,
-                "no host pool of its own: the caller's serves: {e}"
-            )
-        })
-        .ok()
-}
-
 /// Margin left free on the device by the default VRAM budget.
 const BUDGET_MARGIN: u64 = 1 << 30;
 
@@ -234,7 +218,9 @@ impl GpuBackend {
     /// A backend on `dev` with `cfg`. Nothing is allocated until the first compute or
     /// [`GpuBackend::preload`].
     pub fn with_config(dev: Arc<Device>, cfg: GpuBackendConfig) -> GpuBackend {
-        let host_pool = cfg.host_threads.and_then(|n| host_pool(dev.ordinal(), n));
+        let host_pool = cfg
+            .host_threads
+            .and_then(|n| host::host_pool(dev.ordinal(), n));
         GpuBackend {
             host_pool,
             pinned: PinnedPool::new(dev.clone()),
@@ -421,25 +407,6 @@ impl GpuBackend {
             device: format!("gpu:{}", self.dev.ordinal()),
             stage: ProveStage::PreloadSrs,
             message: e.to_string(),
-        }
-    }
-
-    /// Runs `f` in the backend's host pool ([`GpuBackendConfig::host_threads`]), or here.
-    /// From a worker of another rayon pool (the engine's critical pool) it is installed
-    /// from a thread of its own: a worker that installs into another pool runs its own
-    /// pool's jobs while it waits, and returns `f`'s result only once the job it took is
-    /// done (a next WinningPoSt's synthesis, say).
-    pub(super) fn on_host_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.host_pool {
-            Some(pool) if pool.current_thread_index().is_some() => f(),
-            Some(pool) if rayon::current_thread_index().is_some() => {
-                std::thread::scope(|s| match s.spawn(|| pool.install(f)).join() {
-                    Ok(r) => r,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                })
-            }
-            Some(pool) => pool.install(f),
-            None => f(),
         }
     }
 

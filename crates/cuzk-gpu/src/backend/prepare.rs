@@ -28,6 +28,18 @@ pub(crate) fn density_count(d: &Density, len: usize) -> usize {
     d.count_ones_in(0..len)
 }
 
+/// The slot shape `asg` needs: its domain and the lengths of its L, A and B scalar vectors
+/// (inputs and aux in the A and B densities).
+pub(crate) fn shape_of_assignment(asg: &Assignment) -> SlotShape {
+    let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
+    SlotShape {
+        lg: asg.lg_domain(),
+        n_l: nx,
+        n_a: ni + density_count(&asg.a_aux_density, nx),
+        n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
+    }
+}
+
 /// The shape of `asg`, checked against the parameters.
 pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
     let lg = asg.lg_domain();
@@ -58,12 +70,7 @@ pub(crate) fn validate(asg: &Assignment, srs: &Srs) -> Result<SlotShape> {
             lens.h
         )));
     }
-    let shape = SlotShape {
-        lg,
-        n_l: nx,
-        n_a: ni + density_count(&asg.a_aux_density, nx),
-        n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
-    };
+    let shape = shape_of_assignment(asg);
     for (name, got, want) in [
         ("l", shape.n_l, lens.l),
         ("a", shape.n_a, lens.a),
@@ -483,14 +490,7 @@ mod tests {
                 .assign_deferred(c.with_witness_seed(3))
                 .expect("assigns");
             let evaluated = deferred.evaluated().expect("evaluates").into_owned();
-            let inputs = deferred.input_assignment.len();
-            let shape = SlotShape {
-                lg: deferred.lg_domain(),
-                n_l: deferred.aux_assignment.len(),
-                n_a: inputs + density_count(&deferred.a_aux_density, deferred.aux_assignment.len()),
-                n_b: density_count(&deferred.b_input_density, inputs)
-                    + density_count(&deferred.b_aux_density, deferred.aux_assignment.len()),
-            };
+            let shape = shape_of_assignment(&deferred);
             let total = shape.layout().1;
             let want = fill(total, &staging_pieces(&shape, &evaluated), UPLOAD_BATCH);
             for batch in [4096, UPLOAD_BATCH] {

@@ -428,30 +428,6 @@ impl GpuBackend {
         Ok((token, rest, times))
     }
 
-    /// Logs the host steps of a call that took longer than they should on this handle:
-    /// the critical lane's prepare took 0.3–0.9 s under a PoRep load in two of five calls
-    /// (1 ms in the others), and one call spent 1.1 s outside every stage
-    /// (docs/runs/2026-12-06.md, seventh session); which step did is what the next run on
-    /// a device must tell. `what` names the steps' span, `steps` each step's time.
-    pub(super) fn note_slow_steps(&self, what: &str, steps: &[(&str, Duration)]) {
-        let slow = match self.dev.priority() < 0 {
-            true => Duration::from_millis(20),
-            false => Duration::from_secs(1),
-        };
-        if steps.iter().map(|(_, d)| *d).sum::<Duration>() > slow {
-            let steps: Vec<String> = steps
-                .iter()
-                .map(|(name, d)| format!("{name} {:.1} ms", d.as_secs_f64() * 1e3))
-                .collect();
-            tracing::info!(
-                gpu = self.dev.ordinal(),
-                priority = self.dev.priority(),
-                "slow {what}: {}",
-                steps.join(", ")
-            );
-        }
-    }
-
     /// After a failed prove: queued kernels (and copies) may still use the slot and the
     /// scratch, so they drain before the slot goes back and the token passes on (errors
     /// here are secondary).

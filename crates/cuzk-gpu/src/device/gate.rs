@@ -111,6 +111,11 @@ impl Device {
         hold.lower_after(&self.compute)
     }
 
+    /// Whether this is a [`Device::critical`] handle (or a lane of one).
+    pub fn is_critical(&self) -> bool {
+        self.critical
+    }
+
     /// The stream priority of this handle's streams: 0 by default, the device's greatest
     /// (a negative number) on a [`Device::critical`] handle.
     pub fn priority(&self) -> i32 {

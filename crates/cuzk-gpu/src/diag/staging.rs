@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use cuzk_groth16::Assignment;
 
-use crate::backend::prepare::{density_count, fill_batched, staging_pieces, UPLOAD_BATCH};
-use crate::backend::slots::SlotShape;
+use crate::backend::prepare::{fill_batched, shape_of_assignment, staging_pieces, UPLOAD_BATCH};
 use crate::error::Result;
 
 /// One staging of an assignment, timed.
@@ -28,13 +27,7 @@ pub struct StagingTimes {
 /// # Errors
 /// The fill's errors (a layout the pieces do not fit: a bug).
 pub fn time_staging(asg: &Assignment, buf: &mut Vec<u8>) -> Result<StagingTimes> {
-    let (ni, nx) = (asg.input_assignment.len(), asg.aux_assignment.len());
-    let shape = SlotShape {
-        lg: asg.lg_domain(),
-        n_l: nx,
-        n_a: ni + density_count(&asg.a_aux_density, nx),
-        n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
-    };
+    let shape = shape_of_assignment(asg);
     let bytes = shape.bytes();
     buf.resize(bytes, 0);
     let t = Instant::now();

@@ -161,10 +161,5 @@ pub(super) fn report(
 
 /// The summed ms of each stage of `job_id`'s events.
 fn stages_ms(events: &[TimelineEvent], job_id: &str) -> Vec<(String, f64)> {
-    let mine: Vec<TimelineEvent> = events
-        .iter()
-        .filter(|e| e.job_id == job_id)
-        .cloned()
-        .collect();
-    super::timeline::stage_sums_ms(&mine)
+    super::timeline::stage_sums_ms(events.iter().filter(|e| e.job_id == job_id))
 }

@@ -106,7 +106,9 @@ pub fn stage_means_ms(events: &[TimelineEvent]) -> Vec<(String, f64)> {
 }
 
 /// Total duration in ms of each stage (and backend sub-stage) over `events`.
-pub fn stage_sums_ms(events: &[TimelineEvent]) -> Vec<(String, f64)> {
+pub fn stage_sums_ms<'e>(
+    events: impl IntoIterator<Item = &'e TimelineEvent>,
+) -> Vec<(String, f64)> {
     stage_totals(events)
         .into_iter()
         .map(|(k, (sum, _))| (k, sum))
@@ -114,7 +116,9 @@ pub fn stage_sums_ms(events: &[TimelineEvent]) -> Vec<(String, f64)> {
 }
 
 /// Per stage name: the summed duration in ms and the number of events.
-fn stage_totals(events: &[TimelineEvent]) -> BTreeMap<String, (f64, u64)> {
+fn stage_totals<'e>(
+    events: impl IntoIterator<Item = &'e TimelineEvent>,
+) -> BTreeMap<String, (f64, u64)> {
     let mut sums: BTreeMap<String, (f64, u64)> = BTreeMap::new();
     for e in events {
         let name = match e.stage {
