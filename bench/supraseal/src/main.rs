@@ -153,7 +153,7 @@ struct Synthesized {
 /// assignment to C2, timed as `synth_ms`.
 fn synthesize(circuit: SyntheticCircuit) -> Result<Synthesized, String> {
     let asg = cuzk_groth16::synthesize(circuit).map_err(|e| e.to_string())?;
-    std::hint::black_box((asg.a.len(), asg.b.len(), asg.c.len()));
+    std::hint::black_box((asg.a().len(), asg.b().len(), asg.c().len()));
     let n_inp = asg.input_assignment.len();
     Ok(Synthesized {
         counts: [
@@ -359,16 +359,16 @@ impl Prover {
             b_aux_density: bx_d,
             b_aux_bit_len: bx_len,
             b_aux_popcount: bx_pop,
-            a: asg.a.as_ptr(),
-            b: asg.b.as_ptr(),
-            c: asg.c.as_ptr(),
-            abc_size: asg.a.len(),
+            a: asg.a().as_ptr(),
+            b: asg.b().as_ptr(),
+            c: asg.c().as_ptr(),
+            abc_size: asg.a().len(),
             inp_assignment_data: asg.input_assignment.as_ptr(),
             inp_assignment_size: asg.input_assignment.len(),
             aux_assignment_data: asg.aux_assignment.as_ptr(),
             aux_assignment_size: asg.aux_assignment.len(),
         };
-        if asg.b.len() != asg.a.len() || asg.c.len() != asg.a.len() {
+        if asg.b().len() != asg.a().len() || asg.c().len() != asg.a().len() {
             return Err("a, b, c of different lengths".into());
         }
         let mut proofs = vec![Proof::<Bls12> {
