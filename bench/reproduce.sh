@@ -68,12 +68,15 @@
 #             request (one sector, 66 challenges) and its test parameters (2^19, beside the
 #             PoRep ones in /tmp/p32), then per case of WINNING32_CASES (default "lane off")
 #             a 32 GiB PoRep load (WINNING32_COUNT (4) proofs from 2 clients) with
-#             WINNING32_CRITICAL (5) CRITICAL WinningPoSt requests sent one at a time beside it
-#             (WINNING32_GAP_MS (2000) after each completes): "lane" with a 1 GiB critical
+#             WINNING32_CRITICAL (10) CRITICAL WinningPoSt requests sent one at a time beside it
+#             (WINNING32_GAP_MS (3000) after each completes, so that they spread over the
+#             load rather than its first seconds): "lane" with a 1 GiB critical
 #             lane ([gpu] critical_lane_bytes), "yield" the same with the main streams
 #             yielding to it (CUZK_GPU_CRITICAL_YIELD=1), "off" with none (the baseline;
 #             WINNING32_CASES="lane yield off" for all three). Greppable:
-#             `"op":"batch_critical"` (critical_p50_s, critical_max_s, devices) and
+#             `"op":"batch_critical"` (critical_p50_s, critical_max_s, devices,
+#             beside_compute: the share of each request's span with a PoRep partition's
+#             kernels on the card, and mostly_beside_compute, how many had ≥ half) and
 #             `"op":"batch"` (the load's s/proof) in $OUT/batch-winning32-CASE.log; each
 #             case takes ~3 min (#29)
 #   table     the "Current" rows from what the parts above left in $OUT
@@ -335,7 +338,7 @@ part_batch32() {
 # Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
 # the budget, the mode chosen, the SRS host copy released.
 quiet_small() {
-  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|gpu budget|critical|proving mode|host copy|recorded at preload|registered|into the staging|resident in vram|slow prepare/)'
+  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|gpu budget|critical|proving mode|host copy|recorded at preload|registered|into the staging|resident in vram|slow prepare|slow call setup/)'
 }
 
 # Another process holds all but SMALL_KEEP GiB of the card (default "24 16": an RTX
@@ -544,7 +547,7 @@ part_winning32() {
       yield) printf '[gpu]\ncritical_lane_bytes = 1073741824\n' > "$cfg"; yield=1 ;;
       *) printf '[gpu]\ncritical_lane_bytes = 0\n' > "$cfg" ;;
     esac
-    t "$n whole 32 GiB PoRep proofs from 2 clients, ${WINNING32_CRITICAL:-5} CRITICAL 32 GiB WinningPoSt beside them, critical lane: $case"
+    t "$n whole 32 GiB PoRep proofs from 2 clients, ${WINNING32_CRITICAL:-10} CRITICAL 32 GiB WinningPoSt beside them, critical lane: $case"
     memwatch "$OUT/mem-winning32-$case.log" &
     watch=$!
     local k0; k0=$(kstats)
@@ -552,7 +555,7 @@ part_winning32() {
       timeout -k 10 "${WINNING32_TIMEOUT:-280}" \
       "$bin" bench batch --kind porep --request "$FAKE32" --fake --count "$n" --concurrency 2 \
       --param-dir /tmp/p32 --config "$cfg" --critical-request "$req" \
-      --critical-count "${WINNING32_CRITICAL:-5}" --critical-gap-ms "${WINNING32_GAP_MS:-2000}" \
+      --critical-count "${WINNING32_CRITICAL:-10}" --critical-gap-ms "${WINNING32_GAP_MS:-3000}" \
       --timeline "$OUT/timeline-winning32-$case.svg" 2>&1 |
       quiet_small | cut -c1-6000 | tee "$OUT/batch-winning32-$case.log"
     echo "bench exit: ${PIPESTATUS[0]}"

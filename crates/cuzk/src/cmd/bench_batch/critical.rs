@@ -4,7 +4,8 @@
 //! when the previous one has completed and `--critical-gap-ms` has passed. The report is
 //! one JSON line of its own (`"op":"batch_critical"`): each latency (submit to proof), the
 //! device whose prove worker proved it, whether the main load was still running when it
-//! completed, and the p50 and max. The main load's report leaves these jobs out.
+//! completed, how much of it ran beside the main load's kernels, and the p50 and max. The
+//! main load's report leaves these jobs out.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -103,6 +104,12 @@ pub(super) fn report(
             .next_back()
             .unwrap_or_default()
     };
+    let critical_ids: Vec<&str> = samples.iter().map(|s| s.job_id.as_str()).collect();
+    let beside: Vec<f64> = samples
+        .iter()
+        .map(|s| beside_compute(events, &s.job_id, &critical_ids))
+        .collect();
+    let mostly_beside = beside.iter().filter(|f| **f >= 0.5).count();
     // Each request's stages, summed over its events: where its latency went.
     let stages: Vec<Vec<(String, f64)>> = samples
         .iter()
@@ -139,27 +146,105 @@ pub(super) fn report(
         "devices": samples.iter().map(|s| device_of(&s.job_id)).collect::<Vec<_>>(),
         "stages_ms": stages_json,
         "beside_load": samples.iter().filter(|s| s.beside_load).count(),
+        "beside_compute": beside.iter().map(|f| (f * 100.0).round() / 100.0).collect::<Vec<_>>(),
+        "mostly_beside_compute": mostly_beside,
     });
     println!("{line}");
     eprintln!(
-        "critical {}: {} requests, p50 {:.3} s, max {:.3} s, {} completed beside the main load",
+        "critical {}: {} requests, p50 {:.3} s, max {:.3} s, {} completed beside the main load, \
+         {mostly_beside} with the main load's kernels running for at least half their span",
         workload.label(),
         samples.len(),
         percentile(&sorted, 0.5),
         sorted.last().copied().unwrap_or(0.0),
         samples.iter().filter(|s| s.beside_load).count()
     );
-    for (s, st) in samples.iter().zip(&stages) {
+    for ((s, st), b) in samples.iter().zip(&stages).zip(&beside) {
         let parts: Vec<String> = st
             .iter()
             .filter(|(_, ms)| *ms >= 0.05)
             .map(|(name, ms)| format!("{name} {ms:.1}"))
             .collect();
-        eprintln!("  {:.3} s: {}", s.latency.as_secs_f64(), parts.join(", "));
+        eprintln!(
+            "  {:.3} s ({:.0}% beside the main load's kernels): {}",
+            s.latency.as_secs_f64(),
+            b * 100.0,
+            parts.join(", ")
+        );
     }
+}
+
+/// The share of `job_id`'s span (its first event's start to its last event's end) during
+/// which a partition of the main load (any job not in `critical`) was under a device's
+/// compute token; the largest share over the main load's devices. 0 for a request proved
+/// while the main load only synthesized, 1 for one proved wholly beside its kernels: what
+/// a latency "under load" was under.
+fn beside_compute(events: &[TimelineEvent], job_id: &str, critical: &[&str]) -> f64 {
+    let own = || events.iter().filter(|e| e.job_id == job_id);
+    let (Some(from), Some(to)) = (
+        own().map(|e| e.start_us).min(),
+        own().map(|e| e.end_us).max(),
+    ) else {
+        return 0.0;
+    };
+    let main: Vec<TimelineEvent> = events
+        .iter()
+        .filter(|e| e.stage == Stage::Compute && !critical.contains(&e.job_id.as_str()))
+        .cloned()
+        .collect();
+    super::timeline::device_efficiency(&main, from, to)
+        .iter()
+        .map(|d| d.efficiency())
+        .fold(0.0, f64::max)
 }
 
 /// The summed ms of each stage of `job_id`'s events.
 fn stages_ms(events: &[TimelineEvent], job_id: &str) -> Vec<(String, f64)> {
     super::timeline::stage_sums_ms(events.iter().filter(|e| e.job_id == job_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(job: &str, device: &str, stage: Stage, start_us: u64, end_us: u64) -> TimelineEvent {
+        TimelineEvent {
+            job_id: job.into(),
+            partition_idx: 0,
+            stage,
+            detail: String::new(),
+            worker: format!("{device}/w0"),
+            device: device.into(),
+            start_us,
+            end_us,
+        }
+    }
+
+    #[test]
+    fn beside_compute_is_the_main_loads_kernels_over_the_requests_span() {
+        let events = [
+            // The critical request: synthesis then compute on the lane, 1000..2000.
+            ev("crit-0", "", Stage::Synthesis, 1000, 1200),
+            ev("crit-0", "gpu:0/critical", Stage::Compute, 1200, 2000),
+            // Another critical request's compute does not count as load.
+            ev("crit-1", "gpu:0/critical", Stage::Compute, 1000, 2000),
+            // The main load: synthesis does not count; two overlapping computes do, once.
+            ev("main", "", Stage::Synthesis, 0, 3000),
+            ev("main", "gpu:0", Stage::Compute, 500, 1300),
+            ev("main", "gpu:0", Stage::Compute, 1100, 1500),
+            ev("main", "gpu:0", Stage::Compute, 1900, 2500),
+        ];
+        let critical = ["crit-0", "crit-1"];
+        // gpu:0 computes over 1000..1500 and 1900..2000 of the span: 600 of 1000 us.
+        let f = beside_compute(&events, "crit-0", &critical);
+        assert!((f - 0.6).abs() < 1e-9, "{f}");
+        // Before the main load's first kernel: nothing beside.
+        let early = [
+            ev("crit-0", "gpu:0/critical", Stage::Compute, 0, 400),
+            ev("main", "gpu:0", Stage::Compute, 500, 1300),
+        ];
+        assert_eq!(beside_compute(&early, "crit-0", &critical), 0.0);
+        // A request with no events at all.
+        assert_eq!(beside_compute(&events, "crit-9", &critical), 0.0);
+    }
 }
