@@ -205,20 +205,8 @@ fn stages_ms(events: &[TimelineEvent], job_id: &str) -> Vec<(String, f64)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::timeline::test_event as ev;
     use super::*;
-
-    fn ev(job: &str, device: &str, stage: Stage, start_us: u64, end_us: u64) -> TimelineEvent {
-        TimelineEvent {
-            job_id: job.into(),
-            partition_idx: 0,
-            stage,
-            detail: String::new(),
-            worker: format!("{device}/w0"),
-            device: device.into(),
-            start_us,
-            end_us,
-        }
-    }
 
     #[test]
     fn beside_compute_is_the_main_loads_kernels_over_the_requests_span() {

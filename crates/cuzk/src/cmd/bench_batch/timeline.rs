@@ -307,21 +307,34 @@ fn escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// An event of `job` on `device`'s first worker, for the tests of this module and its
+/// neighbours.
+#[cfg(test)]
+pub(super) fn test_event(
+    job: &str,
+    device: &str,
+    stage: Stage,
+    start_us: u64,
+    end_us: u64,
+) -> TimelineEvent {
+    TimelineEvent {
+        job_id: job.into(),
+        partition_idx: 0,
+        stage,
+        detail: String::new(),
+        worker: format!("{device}/w0"),
+        device: device.into(),
+        start_us,
+        end_us,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn ev(device: &str, stage: Stage, start_us: u64, end_us: u64) -> TimelineEvent {
-        TimelineEvent {
-            job_id: "j-1".into(),
-            partition_idx: 0,
-            stage,
-            detail: String::new(),
-            worker: format!("{device}/w0"),
-            device: device.into(),
-            start_us,
-            end_us,
-        }
+        test_event("j-1", device, stage, start_us, end_us)
     }
 
     #[test]
