@@ -23,11 +23,6 @@ pub(crate) fn shape_of_srs(srs: &Srs) -> SlotShape {
     }
 }
 
-/// Number of set bits among the first `len` of `d`.
-pub(crate) fn density_count(d: &Density, len: usize) -> usize {
-    d.count_ones_in(0..len)
-}
-
 /// The slot shape `asg` needs: its domain and the lengths of its L, A and B scalar vectors
 /// (inputs and aux in the A and B densities).
 pub(crate) fn shape_of_assignment(asg: &Assignment) -> SlotShape {
@@ -35,8 +30,8 @@ pub(crate) fn shape_of_assignment(asg: &Assignment) -> SlotShape {
     SlotShape {
         lg: asg.lg_domain(),
         n_l: nx,
-        n_a: ni + density_count(&asg.a_aux_density, nx),
-        n_b: density_count(&asg.b_input_density, ni) + density_count(&asg.b_aux_density, nx),
+        n_a: ni + asg.a_aux_density.count_ones_in(0..nx),
+        n_b: asg.b_input_density.count_ones_in(0..ni) + asg.b_aux_density.count_ones_in(0..nx),
     }
 }
 
@@ -370,7 +365,7 @@ mod tests {
         for i in 0..10 {
             d.push(i % 3 == 0);
         }
-        assert_eq!(density_count(&d, 10), 4);
+        assert_eq!(d.count_ones_in(0..10), 4);
         let mut pieces = Vec::new();
         let end = vector_pieces(0, &[(&v[..2], None), (&v, Some(&d))], &mut pieces);
         assert_eq!(end, 6 * FR_BYTES);

@@ -105,9 +105,10 @@ pub(super) fn report(
             .unwrap_or_default()
     };
     let critical_ids: Vec<&str> = samples.iter().map(|s| s.job_id.as_str()).collect();
+    let main = main_compute(events, &critical_ids);
     let beside: Vec<f64> = samples
         .iter()
-        .map(|s| beside_compute(events, &s.job_id, &critical_ids))
+        .map(|s| beside_compute(events, &s.job_id, &main))
         .collect();
     let mostly_beside = beside.iter().filter(|f| **f >= 0.5).count();
     // Each request's stages, summed over its events: where its latency went.
@@ -174,12 +175,21 @@ pub(super) fn report(
     }
 }
 
+/// The main load's compute events: those of every job not in `critical`.
+fn main_compute(events: &[TimelineEvent], critical: &[&str]) -> Vec<TimelineEvent> {
+    events
+        .iter()
+        .filter(|e| e.stage == Stage::Compute && !critical.contains(&e.job_id.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// The share of `job_id`'s span (its first event's start to its last event's end) during
-/// which a partition of the main load (any job not in `critical`) was under a device's
-/// compute token; the largest share over the main load's devices. 0 for a request proved
-/// while the main load only synthesized, 1 for one proved wholly beside its kernels: what
-/// a latency "under load" was under.
-fn beside_compute(events: &[TimelineEvent], job_id: &str, critical: &[&str]) -> f64 {
+/// which a partition of the main load ([`main_compute`]) was under a device's compute
+/// token; the largest share over the main load's devices. 0 for a request proved while
+/// the main load only synthesized, 1 for one proved wholly beside its kernels: what a
+/// latency "under load" was under.
+fn beside_compute(events: &[TimelineEvent], job_id: &str, main: &[TimelineEvent]) -> f64 {
     let own = || events.iter().filter(|e| e.job_id == job_id);
     let (Some(from), Some(to)) = (
         own().map(|e| e.start_us).min(),
@@ -187,12 +197,7 @@ fn beside_compute(events: &[TimelineEvent], job_id: &str, critical: &[&str]) -> 
     ) else {
         return 0.0;
     };
-    let main: Vec<TimelineEvent> = events
-        .iter()
-        .filter(|e| e.stage == Stage::Compute && !critical.contains(&e.job_id.as_str()))
-        .cloned()
-        .collect();
-    super::timeline::device_efficiency(&main, from, to)
+    super::timeline::device_efficiency(main, from, to)
         .iter()
         .map(|d| d.efficiency())
         .fold(0.0, f64::max)
@@ -224,15 +229,17 @@ mod tests {
         ];
         let critical = ["crit-0", "crit-1"];
         // gpu:0 computes over 1000..1500 and 1900..2000 of the span: 600 of 1000 us.
-        let f = beside_compute(&events, "crit-0", &critical);
+        let main = main_compute(&events, &critical);
+        let f = beside_compute(&events, "crit-0", &main);
         assert!((f - 0.6).abs() < 1e-9, "{f}");
         // Before the main load's first kernel: nothing beside.
         let early = [
             ev("crit-0", "gpu:0/critical", Stage::Compute, 0, 400),
             ev("main", "gpu:0", Stage::Compute, 500, 1300),
         ];
-        assert_eq!(beside_compute(&early, "crit-0", &critical), 0.0);
+        let early_main = main_compute(&early, &critical);
+        assert_eq!(beside_compute(&early, "crit-0", &early_main), 0.0);
         // A request with no events at all.
-        assert_eq!(beside_compute(&events, "crit-9", &critical), 0.0);
+        assert_eq!(beside_compute(&events, "crit-9", &main), 0.0);
     }
 }
