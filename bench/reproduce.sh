@@ -164,11 +164,11 @@ FAKESNAP32=/tmp/fake-snap-32g.cuzkreq
 FAKEWPOST32=/tmp/fake-wpost-32g.cuzkreq
 FAKEWINNING32=/tmp/fake-winning-32g.cuzkreq
 
-# Removes the 2^27 parameter folders other than $1 (/tmp/p32, /tmp/ps32, /tmp/pw32): the
-# device's 64 GiB disk holds one.
+# Removes the large parameter folders other than $1 (/tmp/p32, /tmp/ps32, /tmp/pw32 and
+# /tmp/cuzk-p512, whose SnapDeals file is 21.7 GB): the device's 64 GiB disk holds one.
 only_params() {
   local d
-  for d in /tmp/p32 /tmp/ps32 /tmp/pw32; do
+  for d in /tmp/p32 /tmp/ps32 /tmp/pw32 /tmp/cuzk-p512; do
     [ "$d" = "$1" ] || rm -rf "$d"
   done
 }
@@ -447,6 +447,8 @@ part_sector512() {
   local bin=$NEW/cuzk pd=/tmp/cuzk-p512 sector=${SECTOR512:-$PWD/.carry/s512}
   mkdir -p "$pd"
   [ -f "$sector/sector.json" ] || { echo "no 512 MiB sector at $sector: skipped"; return; }
+  # SnapDeals' 21.7 GB of parameters do not fit the 64 GiB disk beside a 2^27 file.
+  only_params "$pd"
   # Kind by kind, SnapDeals (16 partitions of 2^26) last: a call that runs out of time
   # still has the others.
   for k in porep window-post winning-post snap; do
