@@ -164,8 +164,8 @@ FAKESNAP32=/tmp/fake-snap-32g.cuzkreq
 FAKEWPOST32=/tmp/fake-wpost-32g.cuzkreq
 FAKEWINNING32=/tmp/fake-winning-32g.cuzkreq
 
-# Removes the large parameter folders other than $1 (/tmp/p32, /tmp/ps32, /tmp/pw32 and
-# /tmp/cuzk-p512, whose SnapDeals file is 21.7 GB): the device's 64 GiB disk holds one.
+# Removes the large parameter folders other than $1 (the three 2^27 ones and sector512's,
+# whose SnapDeals file is 21.7 GB): the device's 64 GiB disk holds one set.
 only_params() {
   local d
   for d in /tmp/p32 /tmp/ps32 /tmp/pw32 /tmp/cuzk-p512; do

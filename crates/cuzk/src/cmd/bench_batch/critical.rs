@@ -111,6 +111,7 @@ pub(super) fn report(
         .map(|s| beside_compute(events, &s.job_id, &main))
         .collect();
     let mostly_beside = beside.iter().filter(|f| **f >= 0.5).count();
+    let beside_load = samples.iter().filter(|s| s.beside_load).count();
     // Each request's stages, summed over its events: where its latency went.
     let stages: Vec<Vec<(String, f64)>> = samples
         .iter()
@@ -146,7 +147,7 @@ pub(super) fn report(
         "compute_ms": samples.iter().map(|s| s.compute.as_secs_f64() * 1e3).collect::<Vec<_>>(),
         "devices": samples.iter().map(|s| device_of(&s.job_id)).collect::<Vec<_>>(),
         "stages_ms": stages_json,
-        "beside_load": samples.iter().filter(|s| s.beside_load).count(),
+        "beside_load": beside_load,
         "beside_compute": beside.iter().map(|f| (f * 100.0).round() / 100.0).collect::<Vec<_>>(),
         "mostly_beside_compute": mostly_beside,
     });
@@ -158,7 +159,7 @@ pub(super) fn report(
         samples.len(),
         percentile(&sorted, 0.5),
         sorted.last().copied().unwrap_or(0.0),
-        samples.iter().filter(|s| s.beside_load).count()
+        beside_load
     );
     for ((s, st), b) in samples.iter().zip(&stages).zip(&beside) {
         let parts: Vec<String> = st
