@@ -333,6 +333,8 @@ part_batch32() {
   kill "$watch" 2>/dev/null
   free -g | tee -a "$OUT/batch-porep-32g.log"
   echo "peak host memory in use: $(peak_mem "$OUT/mem-porep-32g.log")"
+  # Where the calls waited between partitions (the steady state's idle share).
+  python3 bench/host_steps.py "$OUT/timeline-porep-32g.svg" 2>/dev/null | tail -1
 }
 
 # Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
