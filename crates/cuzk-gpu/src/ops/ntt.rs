@@ -330,6 +330,11 @@ impl<'a> NttPlan<'a> {
         let n = 1u64 << self.lg_n;
         for (k, r) in abc.into_iter().enumerate() {
             ready(k)?;
+            // A card's critical lane may take the card between the transforms too, not
+            // only before and after all seven (`device/gate.rs`): at 2^27 they take ~0.5 s.
+            if k > 0 {
+                dev.yield_point()?;
+            }
             if self.lg_n > 0 {
                 self.dif(dev, r, true, Scale::Table(&self.g_n_inv), None)?;
                 self.dit(dev, r, false, Scale::None)?;
@@ -342,6 +347,7 @@ impl<'a> NttPlan<'a> {
             .unwrap_or(Scalar::ZERO);
         // With one point there are no passes: the quotient goes straight to abc[1].
         let out = if self.lg_n == 0 { abc[1] } else { abc[0] };
+        dev.yield_point()?;
         launch::fr_ab_minus_c(
             dev,
             Device::grid(n, 256),
