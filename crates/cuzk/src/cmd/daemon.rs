@@ -159,7 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ntt_two_level_twists: false,
         // Only `CUZK_GPU_HOST_ABC=1` sets it, for measuring the device's a, b, c products.
         host_abc: false,
-        // Only `CUZK_GPU_CRITICAL_YIELD=1` sets it, until the gate is measured (#29).
+        // Only `CUZK_GPU_CRITICAL_YIELD=1` sets it: measured slower than the lane alone (#29).
         critical_yield: false,
     };
     if !tuning.with_env().install() {
