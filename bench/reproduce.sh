@@ -322,6 +322,12 @@ peak_mem() {
   sort -t= -k2 -n "$1" | tail -1
 }
 
+# Where a run's compute calls waited between partitions (bench/host_steps.py's means line),
+# from its timeline SVG $1.
+host_steps() {
+  python3 bench/host_steps.py "$1" 2>/dev/null | tail -1
+}
+
 part_batch32() {
   local bin=$NEW/cuzk n=${BATCH32_COUNT:-2} watch
   t "$n whole 32 GiB PoRep proofs (fake request: cannot verify), default config"
@@ -333,8 +339,7 @@ part_batch32() {
   kill "$watch" 2>/dev/null
   free -g | tee -a "$OUT/batch-porep-32g.log"
   echo "peak host memory in use: $(peak_mem "$OUT/mem-porep-32g.log")"
-  # Where the calls waited between partitions (the steady state's idle share).
-  python3 bench/host_steps.py "$OUT/timeline-porep-32g.svg" 2>/dev/null | tail -1
+  host_steps "$OUT/timeline-porep-32g.svg"
 }
 
 # Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
@@ -393,8 +398,7 @@ part_small() {
       python3 bench/trace.py "$OUT/trace-$name.jsonl" > "$OUT/trace-$name.summary"
       tail -1 "$OUT/trace-$name.summary"
     fi
-    # Where the calls waited on the host (the SVG's times; bench/host_steps.py).
-    python3 bench/host_steps.py "$OUT/timeline-small-$name.svg" 2>/dev/null | tail -1
+    host_steps "$OUT/timeline-small-$name.svg"
   done
 }
 
@@ -566,7 +570,7 @@ part_winning32() {
     kstats_delta "$k0" "$(kstats)"
     kill "$watch" 2>/dev/null
     echo "peak host memory in use: $(peak_mem "$OUT/mem-winning32-$case.log")"
-    python3 bench/host_steps.py "$OUT/timeline-winning32-$case.svg" 2>/dev/null | tail -1
+    host_steps "$OUT/timeline-winning32-$case.svg"
   done
 }
 

@@ -5,8 +5,9 @@
 //! (~20 ms a wave of the H sum's accumulation at 2^24-point chunks), so a 2^19
 //! WinningPoSt that takes 50 ms on an idle H100 took 0.8–1.4 s beside a 32 GiB PoRep
 //! (docs/runs/2026-12-06.md, sixth session). With the gate, the main streams wait at
-//! their yield points (between chunk sums, between sums, around the quotient) while the
-//! lane holds it, so the lane has the card after the kernels already running.
+//! their yield points (between chunk sums, between sums, before and inside the
+//! quotient) while the lane holds it, so the lane has the card after the kernels already
+//! running.
 //!
 //! The gate is one word of pinned host memory mapped for the device: the lane sets it
 //! from the host before its first kernel ([`YieldGate::hold`]) and the main streams wait

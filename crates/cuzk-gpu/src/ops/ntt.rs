@@ -315,6 +315,8 @@ impl<'a> NttPlan<'a> {
     /// [`NttPlan::quotient`], calling `ready(k)` before the first kernel that reads
     /// `abc[k]` is enqueued (k = 0, 1, 2 in order): the backend makes the compute stream
     /// wait there for that vector's upload, so a's transforms run while b and c are copied.
+    /// Before b's and c's transforms and before a·b − c the compute stream also takes a
+    /// yield point ([`Device::yield_point`]; the callers take one before a's).
     ///
     /// # Errors
     /// As [`NttPlan::quotient`], and `ready`'s.
