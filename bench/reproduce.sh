@@ -345,7 +345,7 @@ part_batch32() {
 # Host memory and VRAM lines worth keeping from a run with RUST_LOG=info on the GPU crate:
 # the budget, the mode chosen, the SRS host copy released.
 quiet_small() {
-  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|gpu budget|critical|proving mode|host copy|recorded at preload|registered|into the staging|resident in vram|slow prepare|slow call setup/)'
+  awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /WARN|vram budget|gpu budget|critical|proving mode|host copy|recorded at preload|registered|into the staging|resident in vram|slow prepare|slow call setup|slow waits for the filler|slow upload on the device/)'
 }
 
 # Another process holds all but SMALL_KEEP GiB of the card (default "24 16": an RTX

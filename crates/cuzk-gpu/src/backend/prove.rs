@@ -182,6 +182,15 @@ impl<'a, 's, 'env> Uploads<'a, 's, 'env> {
         let o = out?;
         waited?;
         let device = self.dev.elapsed(self.start, &self.parts_done[3])?;
+        if self.dev.is_critical() && device > Duration::from_millis(20) {
+            // The copies' own span on the device, beside the host's waits for the filler
+            // ("waits for the filler"): which of the two a slow critical call waited for.
+            tracing::info!(
+                gpu = self.dev.ordinal(),
+                ms = device.as_secs_f64() * 1e3,
+                "slow upload on the device"
+            );
+        }
         report.push_device(ProveStage::Upload, Duration::ZERO, device);
         Ok(o)
     }
@@ -203,6 +212,9 @@ struct LateParts<'u, 'a, 's, 'scope, 'env> {
     witness_up: bool,
     /// The filler's host time, once joined.
     fill_time: Duration,
+    /// How long the kernels' thread waited on the host for the filler, per part (a, b,
+    /// c, the witness): told apart from a wait of the device's streams for the copies.
+    host_waits: [Duration; 4],
 }
 
 impl<'u, 'a, 's, 'scope, 'env> LateParts<'u, 'a, 's, 'scope, 'env> {
@@ -222,6 +234,7 @@ impl<'u, 'a, 's, 'scope, 'env> LateParts<'u, 'a, 's, 'scope, 'env> {
             recorded: 1,
             witness_up: false,
             fill_time: Duration::ZERO,
+            host_waits: [Duration::ZERO; 4],
         }
     }
 
@@ -235,6 +248,7 @@ impl<'u, 'a, 's, 'scope, 'env> LateParts<'u, 'a, 's, 'scope, 'env> {
         let u = self.uploads;
         // The B scalars (4) go up with the other witness vectors (3).
         let k = k.min(3);
+        let t = Instant::now();
         if self.overlapped {
             if k < 3 {
                 while self.recorded <= k {
@@ -257,6 +271,7 @@ impl<'u, 'a, 's, 'scope, 'env> LateParts<'u, 'a, 's, 'scope, 'env> {
                 self.recorded = 4;
             }
         }
+        self.host_waits[k] += t.elapsed();
         if u.lean && k == 3 && !self.witness_up {
             self.witness_up = true;
             // The witness goes over a, b, c: after the H sum (on the compute stream) has
@@ -515,16 +530,33 @@ impl GpuBackend {
                 });
                 let mut late = LateParts::new(u, overlapped, rx, filler);
                 let mut ready = |k: usize, d: Option<&Device>| late.wait(k, d);
-                let out = self.kernels(
-                    call,
-                    &mut shared,
-                    &vecs,
-                    resident.as_deref(),
-                    report,
-                    &mut ready,
-                );
+                // A call that raises the card's yield gate has its copies done before it
+                // does: with the gate up the main streams stop at their yield points, and
+                // a copy or a fill that waits behind them would hold the gate until its
+                // watchdog (a WinningPoSt's ~1 ms of copies; 2,000 ms stalls in 4 of 10
+                // calls beside a 32 GiB PoRep, docs/runs/2026-12-07.md). A lean slot's
+                // witness goes up over a, b, c only after the H sum, so it keeps its order.
+                let copied = match dev.raises_gate() && !lean {
+                    true => ready(3, Some(dev)).and_then(|()| up.drain(&dev.timing_event()?)),
+                    false => Ok(()),
+                };
+                let out = copied.and_then(|()| {
+                    self.kernels(
+                        call,
+                        &mut shared,
+                        &vecs,
+                        resident.as_deref(),
+                        report,
+                        &mut ready,
+                    )
+                });
                 // A failure before the sums reached the witness: still join the filler.
                 let joined = ready(3, Some(dev));
+                let w = late.host_waits;
+                self.note_slow_steps(
+                    "waits for the filler",
+                    &[("a", w[0]), ("b", w[1]), ("c", w[2]), ("witness", w[3])],
+                );
                 (out.and_then(|o| joined.map(|()| o)), late.fill_time)
             });
             if out.is_err() {

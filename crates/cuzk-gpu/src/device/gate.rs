@@ -16,7 +16,11 @@
 //! and by the host when the hold is dropped (the call's end or its error). A host thread
 //! blocked in the driver behind a main stream that waits at the gate could hold the lane
 //! up before it lowers it (a synchronizing free in another thread): a watchdog lowers
-//! any hold older than [`HOLD_LIMIT`], logged, so a wait at the gate always ends.
+//! any hold older than [`HOLD_LIMIT`], logged, so a wait at the gate always ends. A call
+//! that raises the gate has its copies done first ([`Device::raises_gate`], the backend's
+//! `compute_inner`): its copies waited behind the stopped main streams in 4 of 10 calls
+//! beside a 32 GiB PoRep (docs/runs/2026-12-07.md, twelfth session). One stall in ten, in
+//! the lane's H sum, is left, which is why the gate stays off by default.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
@@ -110,6 +114,12 @@ impl Device {
     /// Driver errors.
     pub fn lower_gate_after(&self, hold: &GateHold) -> Result<()> {
         hold.lower_after(&self.compute)
+    }
+
+    /// Whether this handle raises the card's yield gate when it proves: a critical
+    /// handle on a card with a gate ([`Device::critical_yielding`]).
+    pub fn raises_gate(&self) -> bool {
+        self.critical && self.loaded.gate.get().is_some()
     }
 
     /// Whether this is a [`Device::critical`] handle (or a lane of one).
