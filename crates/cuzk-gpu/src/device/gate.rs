@@ -18,9 +18,10 @@
 //! up before it lowers it (a synchronizing free in another thread): a watchdog lowers
 //! any hold older than [`HOLD_LIMIT`], logged, so a wait at the gate always ends. A call
 //! that raises the gate has its copies done first ([`Device::raises_gate`], the backend's
-//! `compute_inner`): its copies waited behind the stopped main streams in 4 of 10 calls
-//! beside a 32 GiB PoRep (docs/runs/2026-12-07.md, twelfth session). One stall in ten, in
-//! the lane's H sum, is left, which is why the gate stays off by default.
+//! `compute_inner`): beside a 32 GiB PoRep its stages that wait for an upload part
+//! stalled until the watchdog in 4 of 10 calls, and with the copies first 1 of 10 did, in
+//! the lane's H sum (one run each, docs/runs/2026-12-07.md, twelfth session). That stall
+//! is why the gate stays off by default.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
