@@ -35,7 +35,7 @@ pub struct DeviceSpec {
     pub workers: Option<usize>,
     /// A critical lane (#29): a second backend on a GPU (its own high-priority streams,
     /// budget and token; named "gpu:N/critical") whose workers prove only CRITICAL
-    /// partitions whose SRS it can hold ([`Device::lane_holds`]). While one in service
+    /// partitions whose SRS it can hold (`Device::lane_holds`). While one in service
     /// admits a CRITICAL partition, regular devices leave it to the lane, so a busy GPU's
     /// queue never holds it behind a large partition (`faults.rs`).
     pub critical_only: bool,

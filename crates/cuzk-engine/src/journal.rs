@@ -1,4 +1,4 @@
-//! [`Journal`]: the on-disk record of accepted jobs and finished results that makes jobs
+//! `Journal`: the on-disk record of accepted jobs and finished results that makes jobs
 //! survive a `kill -9`. An append-only file, `journal_dir/jobs.journal`, of framed
 //! records (`[u32 body length][first 4 bytes of SHA-256(body)][body]`, little endian):
 //! an `Accepted` record (job id, request id, kind, priority and the whole request) is
@@ -8,7 +8,7 @@
 //! job-id prefix, so an id this daemon issued and whose result expired is told apart from
 //! one it never issued.
 //!
-//! At start [`Journal::open`] replays the file: jobs accepted and not finished come back
+//! At start `Journal::open` replays the file: jobs accepted and not finished come back
 //! to be proved again under their ids, finished results within retention come back to be
 //! answered; a torn or corrupt tail (a crash mid-write) ends the replay there. The file is
 //! then compacted (only the live records rewritten to a new file, fsynced and renamed over

@@ -23,7 +23,7 @@
 //! (a short prefix, then 18 identical challenges): a prefix of [`PREFIX`] constraints, then
 //! n sub-circuits of one structure that read the prefix's variables but never each other's,
 //! each with its own witness values. The circuit is then also given as its
-//! [`Parts`](crate::sublayout::Parts), so a recorded shape computes its witness part by
+//! [`Parts`], so a recorded shape computes its witness part by
 //! part on many threads, as PoRep's challenges do. One part (the default) is one sequential
 //! circuit, the one every earlier parameters file was made for.
 

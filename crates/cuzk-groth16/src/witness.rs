@@ -2,7 +2,7 @@
 //! its constraints, never calling an `enforce` closure (no linear combination is built
 //! inside one). Owns [`WitnessCs`] (growing vectors; extensible, so circuits that
 //! synthesize pieces in parallel into `CS::new()` children, as storage-proofs' PoSt does,
-//! keep doing so) and [`PartCs`] (one part of a split circuit, writing straight into its
+//! keep doing so) and `PartCs` (one part of a split circuit, writing straight into its
 //! ranges of the partition's vectors, see `sublayout.rs`). What the values are used for —
 //! a, b, c from a recording — lives in `recorded.rs`.
 //!

@@ -1,5 +1,5 @@
 //! Whether this daemon can take proofs now, for load balancers: [`readiness`] decides it
-//! from the engine's status, [`watch`] keeps the standard gRPC health service
+//! from the engine's status, [`watch()`] keeps the standard gRPC health service
 //! (`grpc.health.v1.Health`, from `tonic-health`) and the gate's readiness in step with
 //! it, and the HTTP port answers `GET /ready` from the same function.
 

@@ -191,7 +191,7 @@ pub struct Fits(Vec<(SlotShape, Fit, Costs)>);
 const FITS_MAX: usize = 16;
 
 impl Fits {
-    /// The mode of `shape`, its workers no more than [`Fits::workers`], and its costs.
+    /// The mode of `shape`, its workers no more than `Fits::workers`, and its costs.
     pub fn get(&self, shape: &SlotShape) -> Option<(Fit, Costs)> {
         let workers = self.workers();
         self.0

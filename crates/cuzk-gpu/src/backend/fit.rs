@@ -41,7 +41,7 @@ impl GpuBackend {
 
     /// The mode partitions of `shape` are proved in with `srs` (`budget.rs`), chosen on the
     /// first call for the shape (logged once) and kept for it: the device's other shapes
-    /// keep theirs, and none gets more workers than the fewest any admits ([`Fits`]).
+    /// keep theirs, and none gets more workers than the fewest any admits (`Fits`).
     ///
     /// # Errors
     /// [`GpuError::OverBudget`] when not even a streamed SRS with one lean worker fits.

@@ -136,7 +136,7 @@ impl Span {
     /// Its region of `arena`.
     ///
     /// # Errors
-    /// [`GpuError::Input`] if it lies outside the arena.
+    /// [`GpuError::Input`](crate::error::GpuError::Input) if it lies outside the arena.
     pub fn of(self, arena: &VramArena) -> Result<DevRegion<'_>> {
         arena.region(self.off, self.bytes)
     }
@@ -144,7 +144,7 @@ impl Span {
     /// Its part of `within` (offsets relative to it).
     ///
     /// # Errors
-    /// [`GpuError::Input`] if it lies outside `within`.
+    /// [`GpuError::Input`](crate::error::GpuError::Input) if it lies outside `within`.
     pub fn within<'a>(self, within: &DevRegion<'a>) -> Result<DevRegion<'a>> {
         within.slice(self.off, self.bytes)
     }
@@ -153,7 +153,7 @@ impl Span {
 /// The results of one chunk of a sum, inside its stride of the results region.
 #[derive(Clone, Copy, Debug)]
 pub struct ChunkOut {
-    /// Window sums: up to [`MAX_WINDOWS`] Jacobian points.
+    /// Window sums: up to `MAX_WINDOWS` Jacobian points.
     pub windows: Span,
     /// The batch addition of the ones: one Jacobian point.
     pub ones: Span,
@@ -243,7 +243,7 @@ impl SumPlan {
     /// buckets (`None` for a sum without).
     ///
     /// # Errors
-    /// [`GpuError::Input`] if they do not fit.
+    /// [`GpuError::Input`](crate::error::GpuError::Input) if they do not fit.
     pub fn acc_regions<'a>(
         &self,
         accs: &DevRegion<'a>,

@@ -209,7 +209,7 @@ impl Slot {
     ///
     /// # Errors
     /// [`crate::GpuError::Internal`] when the staging is smaller than that; as
-    /// [`Slot::region`]; driver errors.
+    /// `Slot::region`; driver errors.
     pub fn upload_parts(
         &mut self,
         shape: &SlotShape,

@@ -162,7 +162,7 @@ impl<'a> NttPlan<'a> {
     }
 
     /// Arena bytes of the direct twist tables of a 2^lg_n transform (w_R^±j of each pass
-    /// of [`direct_twists`]; 2 × 8 MiB at 2^27), part of [`NttPlan::table_bytes`].
+    /// of `direct_twists`; 2 × 8 MiB at 2^27), part of [`NttPlan::table_bytes`].
     pub fn direct_twist_bytes(lg_n: u32) -> usize {
         direct_twists(lg_n)
             .iter()

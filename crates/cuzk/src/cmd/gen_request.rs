@@ -41,7 +41,7 @@ pub struct Args {
     /// requests come from `cuzk gen sector`.
     #[arg(long)]
     pub fake: bool,
-    /// Output file (default: fake-<kind>-<size>-seed<seed>.cuzkreq here).
+    /// Output file (default: fake-KIND-SIZE-seedSEED.cuzkreq here).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Seed of the random data: the same seed makes the same file.

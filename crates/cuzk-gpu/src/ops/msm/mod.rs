@@ -116,8 +116,8 @@ pub fn scratch_bytes_any(n: usize) -> usize {
     scratch_bytes(Group::G1, n).max(scratch_bytes(Group::G2, n))
 }
 
-/// What an MSM reads: Σ scalars[i] · bases[idx(i)] for i < count, with idx(i) =
-/// base_idx[i] when given, else i.
+/// What an MSM reads: Σ scalars\[i\] · bases\[idx(i)\] for i < count, with idx(i) =
+/// base_idx\[i\] when given, else i.
 pub struct MsmInput<'r> {
     /// blst affine points.
     pub bases: &'r DevRegion<'r>,

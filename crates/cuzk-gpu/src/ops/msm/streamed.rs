@@ -15,7 +15,7 @@ use crate::error::{drv, GpuError, Result};
 /// overlaps the MSM of chunk j on the compute stream). Scalars are device-resident.
 ///
 /// # Errors
-/// As [`msm_g1`].
+/// As [`msm_g1`](super::msm_g1).
 pub fn msm_streamed_g1(
     dev: &Device,
     scratch: &Scratch<'_>,
@@ -38,7 +38,7 @@ pub fn msm_streamed_g1(
 /// As [`msm_streamed_g1`] in G2.
 ///
 /// # Errors
-/// As [`msm_g1`].
+/// As [`msm_g1`](super::msm_g1).
 pub fn msm_streamed_g2(
     dev: &Device,
     scratch: &Scratch<'_>,

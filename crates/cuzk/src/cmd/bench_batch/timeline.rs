@@ -97,7 +97,7 @@ pub fn device_efficiency(
         .collect()
 }
 
-/// Mean duration in ms of each stage (and of each backend sub-stage, as "backend:<name>").
+/// Mean duration in ms of each stage (and of each backend sub-stage, as `"backend:<name>"`).
 pub fn stage_means_ms(events: &[TimelineEvent]) -> Vec<(String, f64)> {
     stage_totals(events)
         .into_iter()
