@@ -20,10 +20,11 @@ pub struct ShutdownReport {
 }
 
 impl Engine {
-    /// Stops accepting jobs at once: every later submit gets [`EngineError::ShuttingDown`](crate::error::EngineError::ShuttingDown)
-    /// and [`Engine::status`] says `accepting: false` from this call's return, so a front
-    /// end that reports readiness from it can flip its own signals after this call and
-    /// never answer two ways at once.
+    /// Stops accepting jobs at once: every later submit gets
+    /// [`EngineError::ShuttingDown`](crate::EngineError::ShuttingDown) and
+    /// [`Engine::status`] says `accepting: false` from this call's return, so a front end
+    /// that reports readiness from it can flip its own signals after this call and never
+    /// answer two ways at once.
     pub fn stop_accepting(&self) {
         self.shared.state.lock().accepting = false;
     }

@@ -51,10 +51,9 @@ pub struct GpuTuning {
     /// SRS on a 48 or 80 GB card); default: on the device whenever they fit.
     pub host_abc: bool,
     /// Whether a card's critical lane makes the card's other streams wait at their yield
-    /// points while it proves (`device/gate.rs`, `CUZK_GPU_CRITICAL_YIELD=1`). Off: on an
-    /// H100 beside a 32 GiB PoRep load the lane was held until the gate's watchdog
-    /// lowered it (5 of 10 WinningPoSt, max 2.63 s against 0.72 s without the gate;
-    /// docs/runs/2026-12-07.md), and the PoRep's streams stood at the gate meanwhile.
+    /// points while it proves (`device/gate.rs`, `CUZK_GPU_CRITICAL_YIELD=1`). Off: beside
+    /// a 32 GiB PoRep load the lane was still held until the gate's watchdog in some
+    /// calls, slower than the lane without the gate (the figures: gate.rs's module docs).
     pub critical_yield: bool,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.

@@ -530,26 +530,14 @@ impl GpuBackend {
                 });
                 let mut late = LateParts::new(u, overlapped, rx, filler);
                 let mut ready = |k: usize, d: Option<&Device>| late.wait(k, d);
-                // A call that raises the card's yield gate has its copies done before it
-                // does: with the gate up the main streams stop at their yield points, and
-                // a copy or a fill that waits behind them would hold the gate until its
-                // watchdog (a WinningPoSt's ~1 ms of copies; 2,000 ms stalls in 4 of 10
-                // calls beside a 32 GiB PoRep, docs/runs/2026-12-07.md). A lean slot's
-                // witness goes up over a, b, c only after the H sum, so it keeps its order.
-                let copied = match dev.raises_gate() && !lean {
-                    true => ready(3, Some(dev)).and_then(|()| up.drain(&dev.timing_event()?)),
-                    false => Ok(()),
-                };
-                let out = copied.and_then(|()| {
-                    self.kernels(
-                        call,
-                        &mut shared,
-                        &vecs,
-                        resident.as_deref(),
-                        report,
-                        &mut ready,
-                    )
-                });
+                let out = self.kernels(
+                    call,
+                    &mut shared,
+                    &vecs,
+                    resident.as_deref(),
+                    report,
+                    &mut ready,
+                );
                 // A failure before the sums reached the witness: still join the filler.
                 let joined = ready(3, Some(dev));
                 let w = late.host_waits;

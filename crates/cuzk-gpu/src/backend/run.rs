@@ -14,7 +14,7 @@ use cuzk_groth16::{MsmOutputs, ProveReport, ProveStage, Srs, SrsQuery};
 use super::plan::{Placement, ProvePlan, Span, SumPlan};
 use super::prove::{ProveCall, Ready};
 use super::residency::{Query, ResidentSrs};
-use super::slots::{SlotShape, SlotVec, SlotVecs};
+use super::slots::{SlotShape, SlotVec, SlotVecs, WitnessAt};
 use super::sums::{enqueue_chunk, HostPoints, OutRegions, Outputs};
 use super::{GpuBackend, Shared};
 use crate::device::arena::{DevRegion, VramArena};
@@ -241,6 +241,18 @@ impl GpuBackend {
     ) -> Result<MsmOutputs> {
         let dev = &self.dev;
         let (shape, srs) = (&call.shape, call.srs);
+        // A call that raises the card's yield gate (below) has its copies done first: with
+        // the gate up the main streams stop at their yield points, and a copy or a fill
+        // that waits behind them would hold the gate until its watchdog (2,000 ms stalls
+        // in 4 of 10 WinningPoSt beside a 32 GiB PoRep, docs/runs/2026-12-07.md). Only a
+        // slot whose witness has a place of its own: a lean slot's goes up over a, b, c
+        // after the H sum. A host wait, only with the gate on, for ~1 ms of copies.
+        if dev.raises_gate() && vecs.witness_at() == WitnessAt::Own {
+            ready(3, Some(dev))?;
+            let copied = dev.timing_event()?;
+            dev.record_on_copy(&copied)?;
+            dev.wait_event(&copied)?;
+        }
         call.reached(ProveStage::GpuSetup);
         let t = Instant::now();
         let plan = self.plan(shape, srs.lens().h, resident);

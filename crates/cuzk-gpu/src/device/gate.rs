@@ -17,11 +17,12 @@
 //! blocked in the driver behind a main stream that waits at the gate could hold the lane
 //! up before it lowers it (a synchronizing free in another thread): a watchdog lowers
 //! any hold older than [`HOLD_LIMIT`], logged, so a wait at the gate always ends. A call
-//! that raises the gate has its copies done first ([`Device::raises_gate`], the backend's
-//! `compute_inner`): beside a 32 GiB PoRep its stages that wait for an upload part
-//! stalled until the watchdog in 4 of 10 calls, and with the copies first 1 of 10 did, in
-//! the lane's H sum (one run each, docs/runs/2026-12-07.md, twelfth session). That stall
-//! is why the gate stays off by default.
+//! that raises the gate has its copies done first ([`Device::raises_gate`]; the backend's
+//! `kernels`, before it raises it): beside a 32 GiB PoRep its stages that wait for an
+//! upload part stalled until the watchdog in 4 of 10 calls, and with the copies first 1 of
+//! 10 did, in the lane's H sum (one run each, max 2.66 and 2.50 s against the lane's 0.71
+//! s without the gate; docs/runs/2026-12-07.md, twelfth session). That stall is why the
+//! gate stays off by default.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};

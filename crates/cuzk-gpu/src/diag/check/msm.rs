@@ -446,8 +446,9 @@ pub fn check_msm(dev: &Arc<Device>, seed: u64, big: usize) -> Result<Vec<CheckOu
 
 /// Window tables (`msm/table.rs`): every row of the built table against repeated doubling
 /// on the CPU, and the table MSM against blstrs, for several widths and set counts (one set,
-/// a few, one per window) and the table [`WindowTable::choose`](crate::ops::msm::WindowTable::choose) picks; bases with points at
-/// infinity and repeats, scalars with zeros, ones and r − 1, and all-zero scalars.
+/// a few, one per window) and the table
+/// [`WindowTable::choose`](crate::ops::msm::WindowTable::choose) picks; bases with points
+/// at infinity and repeats, scalars with zeros, ones and r − 1, and all-zero scalars.
 ///
 /// # Errors
 /// Device errors.

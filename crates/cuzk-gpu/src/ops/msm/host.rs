@@ -70,7 +70,8 @@ impl MsmOut<'_> {
 /// else i. Scalars are blst Montgomery Fr, bases blst affine points, both on the device.
 ///
 /// # Errors
-/// [`GpuError::Input`](crate::error::GpuError::Input) when a region is too small; arena or driver errors.
+/// [`GpuError::Input`](crate::error::GpuError::Input) when a region is too small; arena
+/// or driver errors.
 pub fn msm_g1(
     dev: &Device,
     scratch: &Scratch<'_>,
