@@ -45,6 +45,7 @@ mod run;
 pub mod slots;
 mod streamed;
 pub mod sums;
+mod uploads;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
