@@ -36,8 +36,9 @@
 #   params32  NEW only: a fake 32 GiB PoRep request and test parameters of its circuit
 #             (2^27 domain) made on the GPU into /tmp/p32
 #   batch32   NEW only, after params32 on the same machine: BATCH32_COUNT (2) whole 32 GiB
-#             PoRep proofs from the fake request through the in-process engine (s/proof, GPU
-#             busy, peak RSS, matrices in VRAM); fakes cannot verify
+#             PoRep proofs from the fake request through the in-process engine, from
+#             BATCH32_CONCURRENCY (the count) clients (s/proof, GPU busy, peak RSS, matrices
+#             in VRAM); fakes cannot verify
 #   small     after params32: another process (bench/hold_vram.py) holds all but
 #             SMALL_KEEP GiB (default "24 16") of the card, then SMALL_COUNT (4) whole 32 GiB
 #             PoRep proofs per size from 2 clients, default config (s/proof, peak RSS), with
@@ -330,11 +331,12 @@ host_steps() {
 
 part_batch32() {
   local bin=$NEW/cuzk n=${BATCH32_COUNT:-2} watch
-  t "$n whole 32 GiB PoRep proofs (fake request: cannot verify), default config"
+  local clients=${BATCH32_CONCURRENCY:-$n}
+  t "$n whole 32 GiB PoRep proofs from $clients clients (fake request: cannot verify), default config"
   memwatch "$OUT/mem-porep-32g.log" &
   watch=$!
   timeout -k 10 "${BATCH32_TIMEOUT:-580}" "$bin" bench batch --kind porep --request "$FAKE32" --fake \
-    --count "$n" --concurrency "$n" --param-dir /tmp/p32 --timeline "$OUT/timeline-porep-32g.svg" \
+    --count "$n" --concurrency "$clients" --param-dir /tmp/p32 --timeline "$OUT/timeline-porep-32g.svg" \
     2>&1 | quiet | cut -c1-3000 | tee "$OUT/batch-porep-32g.log"
   kill "$watch" 2>/dev/null
   free -g | tee -a "$OUT/batch-porep-32g.log"
