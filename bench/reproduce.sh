@@ -30,9 +30,11 @@
 #   realsize  NEW only: a fake 32 GiB PoRep request (`cuzk gen request --fake`; its proofs
 #             cannot verify) and `cuzk bench synth` on its partition 0: plain synthesis,
 #             the recording, and the witness-only path (130,278,541 constraints)
-#   e2e24     NEW only: `cuzk bench prove --compare supraseal` at 2^24 with the circuit as 18
-#             parts: the daemon's synthesis (shape recorded once, witness part by part,
-#             a, b, c on the GPU) plus the prove, end to end first
+#   e2e24     NEW only: `cuzk bench prove --compare supraseal --deferred` at 2^24 with the
+#             circuit as 18 parts: the daemon's synthesis (shape recorded once, witness part
+#             by part) plus the prove, end to end first; `gpu` with a, b, c by the host's
+#             sparse products, `gpu_deferred` with them by the GPU from the matrices loaded
+#             ahead (the daemon's full-card path), each on half the card
 #   params32  NEW only: a fake 32 GiB PoRep request and test parameters of its circuit
 #             (2^27 domain) made on the GPU into /tmp/p32
 #   batch32   NEW only, after params32 on the same machine: BATCH32_COUNT (2) whole 32 GiB
@@ -287,8 +289,8 @@ part_e2e24() {
   have_supraseal || return
   t "new ($(commit "$NEW")): bench prove 2^24 as 18 parts, the daemon's synthesis, against SupraSeal C2"
   timeout -k 10 420 "$bin" bench prove --backend gpu --compare supraseal --log-n 24 --parts 18 \
-    --reps 3 --seed $SEED --params-dir "$PARAMS" --supraseal-bin "$SUPRASEAL_BIN" 2>&1 |
-    grep -E '^\{|rror' | cut -c1-4000 | tee "$OUT/e2e24-new.jsonl"
+    --reps 3 --deferred --seed $SEED --params-dir "$PARAMS" --supraseal-bin "$SUPRASEAL_BIN" 2>&1 |
+    grep -E '^\{|rror| vs supraseal' | cut -c1-6000 | tee "$OUT/e2e24-new.jsonl"
 }
 
 part_params32() {

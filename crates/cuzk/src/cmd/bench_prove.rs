@@ -75,6 +75,12 @@ pub struct Args {
     /// value a full field element.
     #[command(flatten)]
     pub shape: ShapeArgs,
+    /// Head-to-head: also prove with a, b, c left to the backend, as the daemon does where
+    /// the recorded matrices fit the card (`<backend>_deferred`): its synthesis ends at the
+    /// witness and the backend evaluates a, b, c (the GPU from the matrices it loaded
+    /// ahead). Two GPU backends then share the card, each with half its free memory.
+    #[arg(long)]
+    pub deferred: bool,
 }
 
 /// Runs the comparison for each size and prints one JSON line per size on stdout.
@@ -98,8 +104,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return head_to_head(&args);
     }
-    if args.shape.is_set() {
-        bail!("bench prove: the shape flags (--a-density, --b-density, --bit-fraction, --inputs, --parts) apply to the head-to-head (--compare supraseal,cpu,gpu)");
+    if args.shape.is_set() || args.deferred {
+        bail!("bench prove: the shape flags (--a-density, --b-density, --bit-fraction, --inputs, --parts) and --deferred apply to the head-to-head (--compare supraseal,cpu,gpu)");
     }
     if args.backend != "cpu" {
         bail!("bench prove: --compare bellperson runs with --backend cpu (bellperson has no GPU path in this build); use --compare supraseal,cpu for the GPU");
@@ -134,7 +140,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// One prover of the head-to-head.
 enum Prover {
-    Cuzk(Box<dyn Backend>),
+    /// A cuzk backend, given the deferred assignment (a, b, c left to it) when `deferred`.
+    Cuzk {
+        backend: Box<dyn Backend>,
+        deferred: bool,
+    },
     Supraseal(Supraseal),
 }
 
@@ -299,6 +309,11 @@ fn bench_params(
 fn head_to_head(args: &Args) -> anyhow::Result<()> {
     let gpus = super::devices::open_gpus();
     let mut names: Vec<String> = vec![args.backend.clone()];
+    let deferred_name = format!("{}_deferred", args.backend);
+    let two_gpus = args.deferred && args.backend == "gpu";
+    if args.deferred {
+        names.push(deferred_name.clone());
+    }
     for c in &args.compare {
         if !names.contains(c) {
             names.push(c.clone());
@@ -314,12 +329,18 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
         let mut provers: Vec<(String, Prover)> = Vec::new();
         for name in &names {
             let p = match name.as_str() {
-                "cpu" => Prover::Cuzk(Box::new(CpuBackend::new())),
-                "gpu" => {
+                "cpu" | "cpu_deferred" => Prover::Cuzk {
+                    backend: Box::new(CpuBackend::new()),
+                    deferred: name != "cpu",
+                },
+                "gpu" | "gpu_deferred" => {
                     let dev = gpus
                         .first()
                         .context("--backend/--compare gpu: no usable CUDA device")?;
-                    Prover::Cuzk(Box::new(cuzk_gpu::GpuBackend::new(dev.clone())))
+                    Prover::Cuzk {
+                        backend: Box::new(gpu_backend(dev, two_gpus)?),
+                        deferred: name != "gpu",
+                    }
                 }
                 "supraseal" => Prover::Supraseal(Supraseal::start(
                     &supraseal_bin(args),
@@ -338,10 +359,29 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             "2^{lg}: shape recorded once in {:.1} ms ({} bytes, {} parts)",
             synth.record_ms, synth.recorded_bytes, synth.parts
         );
+        // As the engine's preload: what a deferred prover's backend loads from the recorded
+        // shape (the GPU's matrices) is loaded before the first prove.
+        let mut matrices_bytes = 0;
+        if args.deferred {
+            let r1cs = synth
+                .synth
+                .recorded(&synth.id)
+                .context("the shape was not kept")?;
+            for (_, p) in &provers {
+                if let Prover::Cuzk {
+                    backend,
+                    deferred: true,
+                } = p
+                {
+                    matrices_bytes += backend.preload_matrices(&srs, &r1cs)?;
+                }
+            }
+        }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed ^ 0x5eed);
         // Per prover: end to end, prove only, end to end with plain synthesis.
         let mut times: BTreeMap<String, Vec<[f64; 3]>> = BTreeMap::new();
         let (mut steady_ms, mut plain_ms) = (Vec::new(), Vec::new());
+        let (mut witness_ms, mut products_ms) = (Vec::new(), Vec::new());
         let mut stages: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
         let mut identical = true;
         // Repetition 0 is the warm-up (kernel loads, SRS upload, page cache): not timed.
@@ -352,10 +392,15 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             // One synthesis per repetition serves every cuzk prover (same circuit and
             // witness); each one's end-to-end time includes it.
             // Plain synthesis only in the timed repetitions (seconds at 2^24).
-            let (asg, synth_ms, plain) = synth.run(circuit, rep > 0)?;
+            let inst = synth.run(circuit, rep > 0, args.deferred)?;
+            let (asg, synth_ms, plain) = (&inst.evaluated, inst.synth_ms, inst.plain_ms);
             if rep > 0 {
                 steady_ms.push(synth_ms);
                 plain_ms.push(plain);
+                if inst.deferred.is_some() {
+                    witness_ms.push(inst.witness_ms);
+                    products_ms.push(synth_ms - inst.witness_ms);
+                }
             }
             let inputs = &asg.input_assignment[1..];
             let n = provers.len();
@@ -366,9 +411,12 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
                     continue;
                 }
                 let run = match prover {
-                    Prover::Cuzk(backend) => {
-                        cuzk_run(&asg, synth_ms, &srs, r, s, backend.as_ref())?
-                    }
+                    Prover::Cuzk { backend, deferred } => match (&inst.deferred, *deferred) {
+                        (Some(d), true) => {
+                            cuzk_run(d, inst.witness_ms, &srs, r, s, backend.as_ref())?
+                        }
+                        _ => cuzk_run(asg, synth_ms, &srs, r, s, backend.as_ref())?,
+                    },
                     Prover::Supraseal(sp) => sp.prove(r, s)?,
                 };
                 if !cuzk_groth16::verify(&srs.vk, &run.proof, inputs)? {
@@ -384,7 +432,7 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
                     // SupraSeal has one synthesis (bellperson's); a cuzk prover's plain
                     // end to end swaps the steady synthesis for the plain one.
                     let plain_e2e = match prover {
-                        Prover::Cuzk(_) => run.ms - run.synth_ms + plain,
+                        Prover::Cuzk { .. } => run.ms - run.synth_ms + plain,
                         Prover::Supraseal(_) => run.ms,
                     };
                     times
@@ -429,6 +477,7 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             "record_ms": round1(synth.record_ms),
             "recorded_bytes": synth.recorded_bytes,
             "synthesis_ms_median": round1(median(&steady_ms)),
+            "deferred": args.deferred,
             "plain_synthesis_ms_median": round1(median(&plain_ms)),
             "equal_assignments": true,
         });
@@ -437,7 +486,10 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             line[format!("{name}_prove_ms_median")] = round1(med(name, 1));
             match prover {
                 Prover::Supraseal(sp) => line["supraseal_load_ms"] = round1(sp.load_ms),
-                Prover::Cuzk(_) => line[format!("{name}_plain_ms_median")] = round1(med(name, 2)),
+                Prover::Cuzk { backend, .. } => {
+                    line[format!("{name}_plain_ms_median")] = round1(med(name, 2));
+                    line[format!("{name}_mode")] = backend.proving_mode().into();
+                }
             }
             if let Some(st) = stages.get(name) {
                 line[format!("{name}_stages_ms")] = st
@@ -454,7 +506,8 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
                 .and_then(|st| st.get("synthesis"))
                 .map_or(0.0, |v| median(v))
         };
-        for (name, _) in provers.iter().skip(1) {
+        let refs = provers.iter().skip(1).filter(|(n, _)| *n != deferred_name);
+        for (name, _) in refs.clone() {
             line[format!("e2e_speedup_vs_{name}")] = ratio(med(name, 0), med(me, 0));
             line[format!("prove_only_speedup_vs_{name}")] = ratio(med(name, 1), med(me, 1));
             line[format!("e2e_plain_speedup_vs_{name}")] = ratio(med(name, 2), med(me, 2));
@@ -483,6 +536,30 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
                 ratio(med(name, 2), med(me, 2)),
                 synth.record_ms,
             );
+        }
+        if args.deferred {
+            let d = &deferred_name;
+            line["witness_ms_median"] = round1(median(&witness_ms));
+            line["products_ms_median"] = round1(median(&products_ms));
+            line["matrices_device_bytes"] = matrices_bytes.into();
+            for (name, _) in refs {
+                line[format!("deferred_e2e_speedup_vs_{name}")] = ratio(med(name, 0), med(d, 0));
+                line[format!("deferred_prove_only_speedup_vs_{name}")] =
+                    ratio(med(name, 1), med(d, 1));
+                eprintln!(
+                    "2^{lg} {d} vs {name}: end to end (the witness only on the host, a, b, c \
+                     by the backend) {:.1} vs {:.1} ms = {}x (witness {:.1} ms, host products \
+                     {:.1} ms left out); prove with a, b, c {:.1} vs {:.1} ms = {}x",
+                    med(d, 0),
+                    med(name, 0),
+                    ratio(med(name, 0), med(d, 0)),
+                    median(&witness_ms),
+                    median(&products_ms),
+                    med(d, 1),
+                    med(name, 1),
+                    ratio(med(name, 1), med(d, 1)),
+                );
+            }
         }
         println!("{line}");
     }
@@ -529,27 +606,87 @@ impl Synthesis {
         })
     }
 
-    /// One instance: the steady-state assignment and its ms, then, when `plain`, plain
-    /// synthesis's ms (its assignment must be the same; else 0).
+    /// One instance through the recorded shape, then, when `plain`, plain synthesis (its
+    /// assignment must be the same). With `deferred`, the synthesis stops at the witness
+    /// (timed apart) and a, b, c are evaluated on a copy of it, the copy untimed.
     fn run(
         &self,
         circuit: SyntheticCircuit,
         plain: bool,
-    ) -> anyhow::Result<(cuzk_groth16::Assignment, f64, f64)> {
+        deferred: bool,
+    ) -> anyhow::Result<Instance> {
         let t = Instant::now();
-        let asg = self.synth.synthesize_parts(&self.id, circuit, &circuit)?;
-        let steady_ms = t.elapsed().as_secs_f64() * 1e3;
-        if !plain {
-            return Ok((asg, steady_ms, 0.0));
+        let (evaluated, witness_ms, deferred) = if deferred {
+            let d = self
+                .synth
+                .with_defer(true)
+                .synthesize_parts(&self.id, circuit, &circuit)?;
+            let witness_ms = t.elapsed().as_secs_f64() * 1e3;
+            if !d.is_deferred() {
+                bail!("the recorded shape's call did not defer a, b, c");
+            }
+            let mut evaluated = d.clone();
+            let t = Instant::now();
+            evaluated.evaluate()?;
+            (
+                evaluated,
+                witness_ms,
+                Some((d, t.elapsed().as_secs_f64() * 1e3)),
+            )
+        } else {
+            let asg = self.synth.synthesize_parts(&self.id, circuit, &circuit)?;
+            (asg, 0.0, None)
+        };
+        let synth_ms = match &deferred {
+            Some((_, products_ms)) => witness_ms + products_ms,
+            None => t.elapsed().as_secs_f64() * 1e3,
+        };
+        let mut plain_ms = 0.0;
+        if plain {
+            let t = Instant::now();
+            let asg = cuzk_groth16::synthesize(circuit)?;
+            plain_ms = t.elapsed().as_secs_f64() * 1e3;
+            if asg != evaluated {
+                bail!("the recorded shape's assignment differs from plain synthesis's");
+            }
         }
-        let t = Instant::now();
-        let plain = cuzk_groth16::synthesize(circuit)?;
-        let plain_ms = t.elapsed().as_secs_f64() * 1e3;
-        if plain != asg {
-            bail!("the recorded shape's assignment differs from plain synthesis's");
-        }
-        Ok((asg, steady_ms, plain_ms))
+        Ok(Instance {
+            evaluated,
+            synth_ms,
+            deferred: deferred.map(|(d, _)| d),
+            witness_ms,
+            plain_ms,
+        })
     }
+}
+
+/// One instance's assignments and synthesis times (ms).
+struct Instance {
+    /// With a, b, c evaluated on the host.
+    evaluated: cuzk_groth16::Assignment,
+    /// The steady-state synthesis of `evaluated`: with `deferred`, the witness plus the
+    /// host's products.
+    synth_ms: f64,
+    /// The same witness with a, b, c left to the backend (`--deferred`).
+    deferred: Option<cuzk_groth16::Assignment>,
+    /// The synthesis of `deferred` (the witness only).
+    witness_ms: f64,
+    /// Plain synthesis, when run (else 0).
+    plain_ms: f64,
+}
+
+/// A GPU backend on `dev`; with `half`, its VRAM budget is half the card's free memory (two
+/// backends share the card in the head-to-head's `--deferred`).
+fn gpu_backend(
+    dev: &std::sync::Arc<cuzk_gpu::Device>,
+    half: bool,
+) -> anyhow::Result<cuzk_gpu::GpuBackend> {
+    let mut cfg = cuzk_gpu::GpuBackendConfig::default();
+    if half {
+        let (free, _) = dev.mem_info()?;
+        cfg.vram_budget_bytes = Some(free.saturating_sub(cfg.vram_reserve_bytes) / 2);
+    }
+    Ok(cuzk_gpu::GpuBackend::with_config(dev.clone(), cfg))
 }
 
 /// One cuzk prove of `asg` with the given r, s; its time plus the synthesis time.

@@ -206,7 +206,9 @@ fn bench_batch_checks_a_real_sectors_proofs_with_filecoin_proofs() {
 
 /// `bench prove`'s head-to-head synthesizes as the daemon does: the shape recorded once
 /// (timed apart), then each proof's witness part by part through the shape cache, with
-/// plain synthesis reported beside it and required equal. See: #17.
+/// plain synthesis reported beside it and required equal. See: #17. With `--deferred`, a
+/// second prover of the same backend gets the witness alone (a, b, c left to it, as the
+/// daemon's where the matrices fit) and its proofs must equal the first's.
 #[test]
 fn bench_prove_reports_the_recorded_parts_path_and_plain_beside_it() {
     let dir = std::env::temp_dir().join(format!("cuzk-bench-prove-{}", std::process::id()));
@@ -224,6 +226,7 @@ fn bench_prove_reports_the_recorded_parts_path_and_plain_beside_it() {
         "4",
         "--reps",
         "1",
+        "--deferred",
         "--params-dir",
         s(&dir),
     ]);
@@ -233,6 +236,11 @@ fn bench_prove_reports_the_recorded_parts_path_and_plain_beside_it() {
     assert_eq!(line["parts"], 4, "the witness ran in 4 parts");
     assert_eq!(line["synthesis_path"], "recorded+parts");
     assert_eq!(line["equal_assignments"], true);
+    assert_eq!(
+        line["identical_proofs"], true,
+        "deferred and evaluated: {line}"
+    );
+    assert_eq!(line["deferred"], true);
     assert!(line["recorded_bytes"].as_u64().is_some_and(|v| v > 0));
     for key in [
         "record_ms",
@@ -241,6 +249,10 @@ fn bench_prove_reports_the_recorded_parts_path_and_plain_beside_it() {
         "cpu_ms_median",
         "cpu_plain_ms_median",
         "cpu_prove_ms_median",
+        "cpu_deferred_ms_median",
+        "cpu_deferred_prove_ms_median",
+        "witness_ms_median",
+        "products_ms_median",
     ] {
         assert!(line[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {line}");
     }
