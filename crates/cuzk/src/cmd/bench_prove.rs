@@ -406,8 +406,9 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             let n = provers.len();
             for k in 0..n {
                 let (name, prover) = &mut provers[(k + rep) % n];
-                // The CPU backend has nothing to warm up: it skips repetition 0.
-                if rep == 0 && name == "cpu" {
+                // The CPU backend (either prover of it) has nothing to warm up: it skips
+                // repetition 0.
+                if rep == 0 && name.starts_with("cpu") {
                     continue;
                 }
                 let run = match prover {
