@@ -249,9 +249,7 @@ impl GpuBackend {
         // after the H sum. A host wait, only with the gate on, for ~1 ms of copies.
         if dev.raises_gate() && vecs.witness_at() == WitnessAt::Own {
             ready(3, Some(dev))?;
-            let copied = dev.timing_event()?;
-            dev.record_on_copy(&copied)?;
-            dev.wait_event(&copied)?;
+            dev.sync_copy()?;
         }
         call.reached(ProveStage::GpuSetup);
         let t = Instant::now();

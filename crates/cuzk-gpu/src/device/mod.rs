@@ -354,6 +354,19 @@ impl Device {
         )
     }
 
+    /// Waits for all copies queued on the copy stream (a call that raises the yield gate
+    /// has its uploads done first: `backend/run.rs`).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn sync_copy(&self) -> Result<()> {
+        drv(
+            self.ordinal,
+            || "synchronize copy stream".into(),
+            self.copy.synchronize(),
+        )
+    }
+
     /// Copies `src` to device memory at `dst` on the compute stream and waits.
     ///
     /// # Errors
