@@ -397,9 +397,9 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
             if rep > 0 {
                 steady_ms.push(synth_ms);
                 plain_ms.push(plain);
-                if inst.deferred.is_some() {
-                    witness_ms.push(inst.witness_ms);
-                    products_ms.push(synth_ms - inst.witness_ms);
+                if let Some(d) = &inst.deferred {
+                    witness_ms.push(d.witness_ms);
+                    products_ms.push(d.products_ms);
                 }
             }
             let inputs = &asg.input_assignment[1..];
@@ -414,7 +414,7 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
                 let run = match prover {
                     Prover::Cuzk { backend, deferred } => match (&inst.deferred, *deferred) {
                         (Some(d), true) => {
-                            cuzk_run(d, inst.witness_ms, &srs, r, s, backend.as_ref())?
+                            cuzk_run(&d.asg, d.witness_ms, &srs, r, s, backend.as_ref())?
                         }
                         _ => cuzk_run(asg, synth_ms, &srs, r, s, backend.as_ref())?,
                     },
@@ -617,29 +617,33 @@ impl Synthesis {
         deferred: bool,
     ) -> anyhow::Result<Instance> {
         let t = Instant::now();
-        let (evaluated, witness_ms, deferred) = if deferred {
-            let d = self
+        let (evaluated, deferred) = if deferred {
+            let asg = self
                 .synth
                 .with_defer(true)
                 .synthesize_parts(&self.id, circuit, &circuit)?;
             let witness_ms = t.elapsed().as_secs_f64() * 1e3;
-            if !d.is_deferred() {
+            if !asg.is_deferred() {
                 bail!("the recorded shape's call did not defer a, b, c");
             }
-            let mut evaluated = d.clone();
+            let mut evaluated = asg.clone();
             let t = Instant::now();
             evaluated.evaluate()?;
+            let products_ms = t.elapsed().as_secs_f64() * 1e3;
             (
                 evaluated,
-                witness_ms,
-                Some((d, t.elapsed().as_secs_f64() * 1e3)),
+                Some(Deferred {
+                    asg,
+                    witness_ms,
+                    products_ms,
+                }),
             )
         } else {
             let asg = self.synth.synthesize_parts(&self.id, circuit, &circuit)?;
-            (asg, 0.0, None)
+            (asg, None)
         };
         let synth_ms = match &deferred {
-            Some((_, products_ms)) => witness_ms + products_ms,
+            Some(d) => d.witness_ms + d.products_ms,
             None => t.elapsed().as_secs_f64() * 1e3,
         };
         let mut plain_ms = 0.0;
@@ -654,8 +658,7 @@ impl Synthesis {
         Ok(Instance {
             evaluated,
             synth_ms,
-            deferred: deferred.map(|(d, _)| d),
-            witness_ms,
+            deferred,
             plain_ms,
         })
     }
@@ -665,15 +668,23 @@ impl Synthesis {
 struct Instance {
     /// With a, b, c evaluated on the host.
     evaluated: cuzk_groth16::Assignment,
-    /// The steady-state synthesis of `evaluated`: with `deferred`, the witness plus the
-    /// host's products.
+    /// The steady-state synthesis of `evaluated`: with `deferred`, its witness plus
+    /// products.
     synth_ms: f64,
     /// The same witness with a, b, c left to the backend (`--deferred`).
-    deferred: Option<cuzk_groth16::Assignment>,
-    /// The synthesis of `deferred` (the witness only).
-    witness_ms: f64,
+    deferred: Option<Deferred>,
     /// Plain synthesis, when run (else 0).
     plain_ms: f64,
+}
+
+/// An instance's assignment with a, b, c left to the backend, and its synthesis times.
+struct Deferred {
+    asg: cuzk_groth16::Assignment,
+    /// Its synthesis (the witness only).
+    witness_ms: f64,
+    /// The host's evaluation of a, b, c on a copy (what the evaluated prover's synthesis
+    /// adds).
+    products_ms: f64,
 }
 
 /// A GPU backend on `dev`; with `half`, its VRAM budget is half the card's free memory (two
