@@ -28,21 +28,24 @@
 //! reference on stderr in that order.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use cuzk_groth16::compare::{compare_with_bellperson, CompareOptions};
 use cuzk_groth16::stats::median;
 use cuzk_groth16::synthetic::SyntheticCircuit;
-use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions, Synthesizer};
+use cuzk_groth16::{Backend, CpuBackend, Srs, SrsOptions};
 use ff::Field;
 use rand::SeedableRng;
 
 use super::prove::ShapeArgs;
 use super::{ratio, round1, threads};
+use supraseal::{supraseal_bin, Supraseal};
+use synthesis::Synthesis;
+
+mod supraseal;
+mod synthesis;
 
 /// Flags of `cuzk bench prove`.
 #[derive(clap::Args, Debug)]
@@ -161,109 +164,6 @@ struct Run {
     /// equals this one.
     consistent: bool,
     stages: Vec<(String, f64)>,
-}
-
-/// The SupraSeal baseline process and its line protocol (bench/supraseal/README.md).
-struct Supraseal {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    load_ms: f64,
-}
-
-impl Supraseal {
-    fn start(
-        bin: &Path,
-        params: &Path,
-        lg: u32,
-        c: &SyntheticCircuit,
-        shape: &ShapeArgs,
-    ) -> anyhow::Result<Supraseal> {
-        let mut child = Command::new(bin)
-            .arg("--params")
-            .arg(params)
-            .args(["--log-n", &lg.to_string()])
-            .args(["--seed", &c.seed.to_string()])
-            .args(["--witness-seed", &c.witness_seed.to_string()])
-            .args(shape.to_args())
-            // Repetition 0 of the benchmark is the warm-up for every prover.
-            .arg("--no-warmup")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
-        let stdin = child.stdin.take().context("supraseal stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("supraseal stdout")?);
-        let mut me = Supraseal {
-            child,
-            stdin,
-            stdout,
-            load_ms: 0.0,
-        };
-        let ready = me.read_event("ready")?;
-        me.load_ms = ready["load_ms"].as_f64().unwrap_or(0.0);
-        Ok(me)
-    }
-
-    fn read_event(&mut self, want: &str) -> anyhow::Result<serde_json::Value> {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if self.stdout.read_line(&mut line)? == 0 {
-                bail!("supraseal baseline exited before sending {want:?}");
-            }
-            // Anything that is not one of our JSON lines is the baseline's own chatter.
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim()) else {
-                continue;
-            };
-            match v["event"].as_str() {
-                Some(e) if e == want => return Ok(v),
-                Some("error") => bail!("supraseal baseline: {}", v["message"]),
-                _ => continue,
-            }
-        }
-    }
-
-    fn prove(&mut self, r: blstrs::Scalar, s: blstrs::Scalar) -> anyhow::Result<Run> {
-        writeln!(
-            self.stdin,
-            "prove {} {}",
-            hex::encode(r.to_bytes_le()),
-            hex::encode(s.to_bytes_le())
-        )?;
-        self.stdin.flush()?;
-        let v = self.read_event("proof")?;
-        let bytes = hex::decode(v["proof_hex"].as_str().context("proof_hex missing")?)?;
-        let proof = bellperson::groth16::Proof::read(&bytes[..]).context("supraseal proof")?;
-        Ok(Run {
-            proof,
-            ms: v["ms"].as_f64().context("ms missing")?,
-            synth_ms: v["synth_ms"].as_f64().unwrap_or(0.0),
-            prove_ms: v["c2_ms"].as_f64(),
-            consistent: v["c2_identical"].as_bool().unwrap_or(true),
-            stages: Vec::new(),
-        })
-    }
-}
-
-impl Drop for Supraseal {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.stdin.flush();
-        let _ = self.child.wait();
-    }
-}
-
-/// The baseline binary: the flag, else beside this executable, else on PATH.
-fn supraseal_bin(args: &Args) -> PathBuf {
-    if let Some(p) = &args.supraseal_bin {
-        return p.clone();
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("cuzk-supraseal-bench")))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("cuzk-supraseal-bench"))
 }
 
 /// The per-size parameters file, generated (GPU when present) when missing.
@@ -565,126 +465,6 @@ fn head_to_head(args: &Args) -> anyhow::Result<()> {
         println!("{line}");
     }
     Ok(())
-}
-
-/// cuzk's synthesis of one benchmark size as the daemon does it: the circuit's shape
-/// recorded once in a synthesizer's shape cache, then each instance through it.
-struct Synthesis {
-    /// This size's synthesizer (default budget, a, b, c evaluated on the host).
-    synth: Synthesizer,
-    /// The shape cache's id for this size and structure.
-    id: String,
-    /// The first call of the id: the recording (the assignment it returns is dropped).
-    record_ms: f64,
-    recorded_bytes: u64,
-    /// Parts the cache computes the witness in (1: the whole circuit on one thread).
-    parts: usize,
-}
-
-impl Synthesis {
-    fn record(args: &Args, lg: u32, circuit: SyntheticCircuit) -> anyhow::Result<Synthesis> {
-        let synth = Synthesizer::default();
-        let id = format!(
-            "bench-synthetic-{:x}-{lg}{}",
-            args.seed,
-            args.shape.to_args().concat()
-        );
-        let t = Instant::now();
-        synth
-            .synthesize_parts(&id, circuit, &circuit)
-            .with_context(|| format!("recording the 2^{lg} shape"))?;
-        let record_ms = t.elapsed().as_secs_f64() * 1e3;
-        let recorded_bytes = synth.recorded_bytes();
-        if recorded_bytes == 0 {
-            bail!("2^{lg}: the shape was not recorded (over the recording budget?)");
-        }
-        Ok(Synthesis {
-            parts: synth.layout(&id).map_or(1, |l| l.n_parts),
-            synth,
-            id,
-            record_ms,
-            recorded_bytes,
-        })
-    }
-
-    /// One instance through the recorded shape, then, when `plain`, plain synthesis (its
-    /// assignment must be the same). With `deferred`, the synthesis stops at the witness
-    /// (timed apart) and a, b, c are evaluated on a copy of it, the copy untimed.
-    fn run(
-        &self,
-        circuit: SyntheticCircuit,
-        plain: bool,
-        deferred: bool,
-    ) -> anyhow::Result<Instance> {
-        let t = Instant::now();
-        let (evaluated, deferred) = if deferred {
-            let asg = self
-                .synth
-                .with_defer(true)
-                .synthesize_parts(&self.id, circuit, &circuit)?;
-            let witness_ms = t.elapsed().as_secs_f64() * 1e3;
-            if !asg.is_deferred() {
-                bail!("the recorded shape's call did not defer a, b, c");
-            }
-            let mut evaluated = asg.clone();
-            let t = Instant::now();
-            evaluated.evaluate()?;
-            let products_ms = t.elapsed().as_secs_f64() * 1e3;
-            (
-                evaluated,
-                Some(Deferred {
-                    asg,
-                    witness_ms,
-                    products_ms,
-                }),
-            )
-        } else {
-            let asg = self.synth.synthesize_parts(&self.id, circuit, &circuit)?;
-            (asg, None)
-        };
-        let synth_ms = match &deferred {
-            Some(d) => d.witness_ms + d.products_ms,
-            None => t.elapsed().as_secs_f64() * 1e3,
-        };
-        let mut plain_ms = 0.0;
-        if plain {
-            let t = Instant::now();
-            let asg = cuzk_groth16::synthesize(circuit)?;
-            plain_ms = t.elapsed().as_secs_f64() * 1e3;
-            if asg != evaluated {
-                bail!("the recorded shape's assignment differs from plain synthesis's");
-            }
-        }
-        Ok(Instance {
-            evaluated,
-            synth_ms,
-            deferred,
-            plain_ms,
-        })
-    }
-}
-
-/// One instance's assignments and synthesis times (ms).
-struct Instance {
-    /// With a, b, c evaluated on the host.
-    evaluated: cuzk_groth16::Assignment,
-    /// The steady-state synthesis of `evaluated`: with `deferred`, its witness plus
-    /// products.
-    synth_ms: f64,
-    /// The same witness with a, b, c left to the backend (`--deferred`).
-    deferred: Option<Deferred>,
-    /// Plain synthesis, when run (else 0).
-    plain_ms: f64,
-}
-
-/// An instance's assignment with a, b, c left to the backend, and its synthesis times.
-struct Deferred {
-    asg: cuzk_groth16::Assignment,
-    /// Its synthesis (the witness only).
-    witness_ms: f64,
-    /// The host's evaluation of a, b, c on a copy (what the evaluated prover's synthesis
-    /// adds).
-    products_ms: f64,
 }
 
 /// A GPU backend on `dev`; with `half`, its VRAM budget is half the card's free memory (two
