@@ -2,6 +2,7 @@
 //! without losing what came before, and compaction keeps the file bounded.
 
 use super::*;
+use crate::{JobState, ProofKindId};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cuzk-journal-{}-{name}", std::process::id()));
