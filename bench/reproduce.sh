@@ -310,12 +310,13 @@ quiet() {
   awk '!/^[[:space:]]*$/ && (!/INFO|WARN/ || /recorded at preload|not recorded at preload|proving mode/)'
 }
 
-# Host memory in use every 5 s into $1, until killed: run it in the background (`memwatch
-# F & w=$!`), not in a command substitution, which would wait for it. A run that the kernel
-# kills for memory leaves its curve.
+# Host memory in use and the cuzk processes' resident set every 5 s into $1, until killed:
+# run it in the background (`memwatch F & w=$!`), not in a command substitution, which
+# would wait for it. A run that the kernel kills for memory leaves its curve, and the
+# curve says whether the peak RSS was the preload's or the proving's.
 memwatch() {
   while :; do
-    echo "$(date -u +%T) used_mib=$(free -m | awk '/Mem:/{print $3}')"
+    echo "$(date -u +%T) used_mib=$(free -m | awk '/Mem:/{print $3}') cuzk_rss_mib=$(ps -C cuzk -o rss= | awk '{s+=$1} END{print int(s/1024)}')"
     sleep 5
   done > "$1"
 }
@@ -343,6 +344,7 @@ part_batch32() {
   kill "$watch" 2>/dev/null
   free -g | tee -a "$OUT/batch-porep-32g.log"
   echo "peak host memory in use: $(peak_mem "$OUT/mem-porep-32g.log")"
+  echo "peak cuzk rss sampled: $(sort -t= -k3 -n "$OUT/mem-porep-32g.log" | tail -1) (run started $(head -1 "$OUT/mem-porep-32g.log" | cut -d' ' -f1))"
   host_steps "$OUT/timeline-porep-32g.svg"
 }
 
