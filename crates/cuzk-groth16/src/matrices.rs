@@ -14,6 +14,10 @@ use crate::synthesis::SynthesisError;
 use crate::witness::Counts;
 use crate::{Density, Scalar};
 
+// A row's sum without a reduction per term.
+mod lazy_sum;
+use lazy_sum::LazySum;
+
 /// One matrix in compressed-row form. A column is aux `k` as `k`, input `j` as
 /// `j | INPUT` (inputs are allocated late, so a split by count would move); each entry's
 /// coefficient is an index into [`R1cs`]'s table.
@@ -73,10 +77,10 @@ impl Csr {
         self.col.len()
     }
 
-    /// Row i's value against z = (inputs ‖ aux).
+    /// Row i's value against z = (inputs ‖ aux), its terms added unreduced ([`LazySum`]).
     fn eval_row(&self, i: usize, coeffs: &[Scalar], inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
         let (b, e) = (self.row_start[i] as usize, self.row_start[i + 1] as usize);
-        let mut acc = Scalar::ZERO;
+        let mut acc = LazySum::default();
         for k in b..e {
             let c = self.col[k];
             let v = if c & INPUT != 0 {
@@ -87,13 +91,13 @@ impl Csr {
             // Most witness values are bits (PoRep's SHA-256): a zero adds nothing and a
             // one adds the coefficient itself, without a product.
             match self.coeff[k] {
-                0 => acc += v,
-                j if *v == Scalar::ONE => acc += coeffs[j as usize],
+                0 => acc.add(v),
+                j if *v == Scalar::ONE => acc.add(&coeffs[j as usize]),
                 _ if bool::from(v.is_zero()) => {}
-                j => acc += *v * coeffs[j as usize],
+                j => acc.add(&(*v * coeffs[j as usize])),
             }
         }
-        acc
+        acc.finish()
     }
 }
 
