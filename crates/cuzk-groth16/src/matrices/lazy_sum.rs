@@ -57,6 +57,7 @@ impl LazySum {
 }
 
 fn reduced(mut lo: [u64; 4]) -> [u64; 4] {
+    // Compared first: a row's sum is most often below p already, decided at the top limb.
     while !below_modulus(&lo) {
         sub_modulus(&mut lo);
     }
@@ -104,19 +105,10 @@ mod tests {
 
     #[test]
     fn the_modulus_is_the_fields() {
-        let minus_one = -Scalar::ONE;
-        let mut repr = minus_one.to_repr();
-        // p − 1 + 1 = p, in canonical little-endian bytes.
-        let mut carry = 1u16;
-        for b in repr.as_mut() {
-            let v = u16::from(*b) + carry;
-            *b = v as u8;
-            carry = v >> 8;
-        }
-        let p: Vec<u64> = repr
-            .as_ref()
-            .chunks(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        let hex = <Scalar as PrimeField>::MODULUS.trim_start_matches("0x");
+        let p: Vec<u64> = (0..4)
+            .rev()
+            .map(|i| u64::from_str_radix(&hex[i * 16..(i + 1) * 16], 16).unwrap())
             .collect();
         assert_eq!(p, MODULUS);
     }
