@@ -179,9 +179,10 @@ impl PartitionedProof for SyntheticProof {
     }
 
     fn partition_host_bytes(&self, _synth: &Synthesizer) -> usize {
-        // a, b, c and about one aux scalar per row, plus the density words (deferred or
-        // not: the synthetic kind is charged for a, b, c either way).
-        (1usize << self.spec.log_n) * (4 * 32 + 3)
+        // a, b, c and about one aux scalar per row, plus the density words and the row
+        // witness's kind bytes (deferred or not: the synthetic kind is charged for a, b, c
+        // either way).
+        (1usize << self.spec.log_n) * (4 * 32 + 4)
     }
 
     fn synthesize(

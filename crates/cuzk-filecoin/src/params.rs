@@ -142,9 +142,10 @@ impl CircuitShape {
     }
 
     /// Host bytes of one partition whose a, b, c are left to the backend (a recorded
-    /// shape with deferral on): the witness and the density bitmaps only.
+    /// shape with deferral on): the witness, the density bitmaps, and the byte per aux
+    /// value of the row witness a host evaluating a, b, c makes (`R1cs::row_witness`).
     pub fn witness_bytes(&self) -> usize {
-        32 * (self.inputs + self.aux) + 3 * self.aux.div_ceil(8)
+        32 * (self.inputs + self.aux) + 3 * self.aux.div_ceil(8) + self.aux
     }
 
     /// What admission charges a partition that `synth` synthesizes:

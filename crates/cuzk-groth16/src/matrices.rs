@@ -17,6 +17,9 @@ use crate::{Density, Scalar};
 // A row's sum without a reduction per term.
 mod lazy_sum;
 use lazy_sum::LazySum;
+// The witness with each aux value's kind, which rows are evaluated from.
+mod row_witness;
+pub use row_witness::RowWitness;
 
 /// One matrix in compressed-row form. A column is aux `k` as `k`, input `j` as
 /// `j | INPUT` (inputs are allocated late, so a split by count would move); each entry's
@@ -77,24 +80,29 @@ impl Csr {
         self.col.len()
     }
 
-    /// Row i's value against z = (inputs ‖ aux), its terms added unreduced ([`LazySum`]).
-    fn eval_row(&self, i: usize, coeffs: &[Scalar], inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
+    /// Row i's value against z, its terms added unreduced ([`LazySum`]). Most witness
+    /// values are bits (PoRep's SHA-256): an aux zero adds nothing and an aux one adds the
+    /// coefficient itself, both known from the value's kind without reading the value.
+    fn eval_row(&self, i: usize, coeffs: &[Scalar], z: &RowWitness<'_>) -> Scalar {
         let (b, e) = (self.row_start[i] as usize, self.row_start[i + 1] as usize);
         let mut acc = LazySum::default();
         for k in b..e {
-            let c = self.col[k];
+            let (c, j) = (self.col[k], self.coeff[k] as usize);
             let v = if c & INPUT != 0 {
-                &inputs[(c & !INPUT) as usize]
+                &z.inputs[(c & !INPUT) as usize]
             } else {
-                &aux[c as usize]
+                match z.kinds[c as usize] {
+                    row_witness::ZERO => continue,
+                    row_witness::ONE => {
+                        acc.add(&coeffs[j]);
+                        continue;
+                    }
+                    _ => &z.aux[c as usize],
+                }
             };
-            // Most witness values are bits (PoRep's SHA-256): a zero adds nothing and a
-            // one adds the coefficient itself, without a product.
-            match self.coeff[k] {
+            match j {
                 0 => acc.add(v),
-                j if *v == Scalar::ONE => acc.add(&coeffs[j as usize]),
-                _ if bool::from(v.is_zero()) => {}
-                j => acc.add(&(*v * coeffs[j as usize])),
+                j => acc.add(&(*v * coeffs[j])),
             }
         }
         acc.finish()
@@ -295,13 +303,28 @@ impl R1cs {
         Ok(self.abc(inputs, aux))
     }
 
-    /// Row `row` of a, b or c (`m`) for z = (inputs ‖ aux), over the whole index space
+    /// z = (inputs ‖ aux) made ready for [`Self::eval_row`]: checked against the recorded
+    /// counts, each aux value classified on the current rayon pool (a pass over the
+    /// witness; ~1/32 of its bytes held beside it).
+    ///
+    /// # Errors
+    /// As [`Self::check_witness`].
+    pub fn row_witness<'a>(
+        &self,
+        inputs: &'a [Scalar],
+        aux: &'a [Scalar],
+    ) -> Result<RowWitness<'a>, SynthesisError> {
+        self.check_witness(inputs, aux)?;
+        Ok(RowWitness::new(inputs, aux))
+    }
+
+    /// Row `row` of a, b or c (`m`) for z ([`Self::row_witness`]), over the whole index space
     /// of the evaluated vector: the constraints' rows, then the `input_i · 0 = 0` rows (a
     /// gets the inputs, b and c zeros), then zeros (the padding to the domain). Row by row,
     /// for a backend that writes a, b, c straight into buffers of its own (a GPU's pinned
-    /// staging) instead of the vectors [`Self::evaluate`] allocates; check the witness with
-    /// [`Self::check_witness`] first.
-    pub fn eval_row(&self, m: Matrix, row: usize, inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
+    /// staging) instead of the vectors [`Self::evaluate`] allocates. `z` must be this
+    /// recording's (a witness of other counts indexes out of bounds).
+    pub fn eval_row(&self, m: Matrix, row: usize, z: &RowWitness<'_>) -> Scalar {
         let rows = self.n_constraints();
         if row < rows {
             let csr = match m {
@@ -309,9 +332,9 @@ impl R1cs {
                 Matrix::B => &self.b,
                 Matrix::C => &self.c,
             };
-            return csr.eval_row(row, &self.coeffs, inputs, aux);
+            return csr.eval_row(row, &self.coeffs, z);
         }
-        match (m, inputs.get(row - rows)) {
+        match (m, z.inputs.get(row - rows)) {
             (Matrix::A, Some(v)) => *v,
             _ => Scalar::ZERO,
         }
@@ -346,11 +369,12 @@ impl R1cs {
     pub(crate) fn abc(&self, inputs: &[Scalar], aux: &[Scalar]) -> [Vec<Scalar>; 3] {
         let rows = self.n_constraints();
         let n_in = self.n_inputs;
+        let z = RowWitness::new(inputs, aux);
         let eval = |m: &Csr| -> Vec<Scalar> {
             let mut v = Vec::with_capacity(rows + n_in);
             (0..rows)
                 .into_par_iter()
-                .map(|i| m.eval_row(i, &self.coeffs, inputs, aux))
+                .map(|i| m.eval_row(i, &self.coeffs, &z))
                 .collect_into_vec(&mut v);
             v
         };

@@ -261,7 +261,7 @@ impl GpuBackend {
         self.enter(call, ProveStage::Prepare)?;
         let lean = self.fit(srs, &shape)?.lean && matrices.is_none();
         let b = bounds(&shape);
-        let pieces = staging_pieces(&shape, asg);
+        let pieces = staging_pieces(&shape, asg, call.rows);
         report.push(ProveStage::Prepare, t.elapsed());
 
         call.reached(ProveStage::Srs);

@@ -446,17 +446,20 @@ impl GpuBackend {
         // A deferred assignment's a, b, c come from its recorded matrices on the device,
         // or, when they do not fit or the mode leaves them to the host (`AbcBy`), from the
         // CPU products, evaluated row by row straight into the pinned staging
-        // (`prepare.rs`).
+        // (`prepare.rs`) from the witness with its values' kinds (`rows`).
+        let mut rows = None;
         let matrices = match asg.deferred() {
             None => None,
             Some(r1cs) => match self.matrices_for(r1cs, &shape, srs) {
                 Ok(Some(m)) => Some(m),
                 Ok(None) => {
                     self.host_abc_calls.fetch_add(1, Ordering::Relaxed);
-                    r1cs.check_witness(&asg.input_assignment, &asg.aux_assignment)
+                    let z = r1cs
+                        .row_witness(&asg.input_assignment, &asg.aux_assignment)
                         .map_err(|e| BackendError::Mismatch {
                             what: e.to_string(),
                         })?;
+                    rows = Some(z);
                     if !self.host_products_logged.swap(true, Ordering::Relaxed) {
                         tracing::info!(
                             gpu = self.dev.ordinal(),
@@ -475,10 +478,10 @@ impl GpuBackend {
             &[
                 ("host pool", entered),
                 ("validate", validated),
-                ("matrices", looked_up - validated),
+                ("matrices, or the host's row witness", looked_up - validated),
             ],
         );
-        let call = prove::ProveCall::new(asg, shape, srs, matrices.as_deref());
+        let call = prove::ProveCall::new(asg, shape, srs, matrices.as_deref(), rows.as_ref());
         let r = self.compute_inner(&call, report);
         r.map_err(|e| device_err(call.stage(), e))
     }

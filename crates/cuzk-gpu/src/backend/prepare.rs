@@ -6,6 +6,7 @@
 //! ([`fill_batched`]), so the copy of one batch overlaps the filling of the next.
 
 use blstrs::Scalar;
+use cuzk_groth16::matrices::RowWitness;
 use cuzk_groth16::recorded::{Matrix, R1cs};
 use cuzk_groth16::{Assignment, Density, Srs};
 
@@ -123,8 +124,7 @@ enum Fill<'a> {
 #[derive(Clone, Copy)]
 struct Products<'a> {
     r1cs: &'a R1cs,
-    inputs: &'a [Scalar],
-    aux: &'a [Scalar],
+    z: &'a RowWitness<'a>,
 }
 
 impl Piece<'_> {
@@ -139,7 +139,7 @@ impl Piece<'_> {
             Fill::Zero => out.fill(0),
             Fill::Rows(p, m, first) => {
                 for (i, out) in out.chunks_exact_mut(FR_BYTES).enumerate() {
-                    let row = p.r1cs.eval_row(m, first + i, p.inputs, p.aux);
+                    let row = p.r1cs.eval_row(m, first + i, p.z);
                     out.copy_from_slice(as_bytes(std::slice::from_ref(&row)));
                 }
             }
@@ -219,24 +219,30 @@ fn zero_pieces(mut at: usize, end: usize, out: &mut Vec<Piece<'_>>) {
 
 /// The pieces of `asg`'s staging in the slot layout of `shape`, in staging order: a, b, c
 /// zero-padded to the domain, then the L, A and B scalar vectors compacted by density. A
-/// deferred assignment's a, b, c are evaluated row by row from its recording as the
-/// staging is filled (the caller checked the witness against the recording), so the host
-/// holds them only in the staging: 12.9 GB less per partition at 2^27 than evaluating them
-/// into vectors first and copying those.
-pub(crate) fn staging_pieces<'a>(shape: &SlotShape, asg: &'a Assignment) -> Vec<Piece<'a>> {
+/// deferred assignment's a, b, c are evaluated row by row from its recording and `rows`
+/// ([`R1cs::row_witness`], which checked the witness) as the staging is filled, so the
+/// host holds them only in the staging: 12.9 GB less per partition at 2^27 than
+/// evaluating them into vectors first and copying those. Without `rows` a deferred
+/// assignment's a, b, c get no pieces: the device computes them, and its staging begins
+/// at the witness vectors.
+pub(crate) fn staging_pieces<'a>(
+    shape: &SlotShape,
+    asg: &'a Assignment,
+    rows: Option<&'a RowWitness<'a>>,
+) -> Vec<Piece<'a>> {
     let (lay, _) = shape.layout();
     let mut out = Vec::new();
     for (k, (off, bytes)) in lay[..3].iter().copied().enumerate() {
-        let end = match asg.deferred() {
-            Some(r1cs) => {
-                let products = Products {
-                    r1cs,
-                    inputs: &asg.input_assignment,
-                    aux: &asg.aux_assignment,
-                };
-                row_pieces(off, r1cs.n_rows(), products, Matrix::ALL[k], &mut out)
-            }
-            None => vector_pieces(off, &[([asg.a(), asg.b(), asg.c()][k], None)], &mut out),
+        let end = match (asg.deferred(), rows) {
+            (Some(r1cs), Some(z)) => row_pieces(
+                off,
+                r1cs.n_rows(),
+                Products { r1cs, z },
+                Matrix::ALL[k],
+                &mut out,
+            ),
+            (Some(_), None) => continue,
+            (None, _) => vector_pieces(off, &[([asg.a(), asg.b(), asg.c()][k], None)], &mut out),
         };
         zero_pieces(end, off + bytes, &mut out);
     }
@@ -434,7 +440,7 @@ mod tests {
             n_b: 3,
         };
         let (lay, total) = shape.layout();
-        let pieces = staging_pieces(&shape, &asg);
+        let pieces = staging_pieces(&shape, &asg, None);
         for batch in [1, 100, 1 << 20] {
             let got = fill(total, &pieces, batch);
             let at = |v: usize| &got[lay[v].0..lay[v].0 + lay[v].1];
@@ -487,11 +493,25 @@ mod tests {
             let evaluated = deferred.evaluated().expect("evaluates").into_owned();
             let shape = shape_of_assignment(&deferred);
             let total = shape.layout().1;
-            let want = fill(total, &staging_pieces(&shape, &evaluated), UPLOAD_BATCH);
+            let want = fill(
+                total,
+                &staging_pieces(&shape, &evaluated, None),
+                UPLOAD_BATCH,
+            );
+            let z = r1cs
+                .row_witness(&deferred.input_assignment, &deferred.aux_assignment)
+                .expect("a witness of the recording");
             for batch in [4096, UPLOAD_BATCH] {
-                let got = fill(total, &staging_pieces(&shape, &deferred), batch);
+                let got = fill(total, &staging_pieces(&shape, &deferred, Some(&z)), batch);
                 assert!(got == want, "2^{lg}, batches of {batch}");
             }
+            // Without the row witness the device computes a, b, c: no pieces before the
+            // witness vectors, whose bytes are the same.
+            let l = shape.layout().0[3].0;
+            let device = staging_pieces(&shape, &deferred, None);
+            assert!(device.first().is_some_and(|p| p.at == l), "2^{lg}");
+            let got = fill(total, &device, UPLOAD_BATCH);
+            assert!(got[l..] == want[l..], "2^{lg}, the witness vectors");
         }
     }
 

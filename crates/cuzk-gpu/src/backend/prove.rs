@@ -5,6 +5,7 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+use cuzk_groth16::matrices::RowWitness;
 use cuzk_groth16::{Assignment, MsmOutputs, ProveReport, ProveStage, Srs, TokenGuard, TokenTimes};
 
 use super::matrices::ResidentMatrices;
@@ -39,6 +40,9 @@ pub(super) struct ProveCall<'c> {
     pub(super) srs: &'c Srs,
     /// The recorded matrices on the device: it computes a, b, c from the witness.
     pub(super) matrices: Option<&'c ResidentMatrices>,
+    /// A deferred assignment's witness made ready for the host's a, b, c (when the device
+    /// does not compute them).
+    pub(super) rows: Option<&'c RowWitness<'c>>,
     stage: Cell<ProveStage>,
 }
 
@@ -48,12 +52,14 @@ impl<'c> ProveCall<'c> {
         shape: SlotShape,
         srs: &'c Srs,
         matrices: Option<&'c ResidentMatrices>,
+        rows: Option<&'c RowWitness<'c>>,
     ) -> ProveCall<'c> {
         ProveCall {
             asg,
             shape,
             srs,
             matrices,
+            rows,
             stage: Cell::new(ProveStage::Prepare),
         }
     }
@@ -164,7 +170,7 @@ impl GpuBackend {
         let (lean, staged_from) = (plan.lean, plan.staged_from);
         let mut slot = self.take_slot(&shape, &plan)?;
         let slotted = t.elapsed();
-        let pieces = staging_pieces(&shape, asg);
+        let pieces = staging_pieces(&shape, asg, call.rows);
         let prepared = t.elapsed();
         report.push(ProveStage::Prepare, prepared);
         self.note_slow_steps(

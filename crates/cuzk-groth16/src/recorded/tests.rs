@@ -95,14 +95,13 @@ fn rows_one_by_one_equal_the_evaluated_vectors() {
         let r = Arc::new(R1cs::record(c).expect("records"));
         let got = r.assign_deferred(c.with_witness_seed(9)).expect("assigns");
         let (z_in, z_aux) = (&got.input_assignment, &got.aux_assignment);
-        r.check_witness(z_in, z_aux)
+        let z = r
+            .row_witness(z_in, z_aux)
             .expect("a witness of the recording");
         let want = r.evaluate(z_in, z_aux).expect("evaluates");
         for (m, v) in Matrix::ALL.into_iter().zip(&want) {
             assert_eq!(v.len(), r.n_rows());
-            let rows: Vec<Scalar> = (0..r.n_rows() + 3)
-                .map(|i| r.eval_row(m, i, z_in, z_aux))
-                .collect();
+            let rows: Vec<Scalar> = (0..r.n_rows() + 3).map(|i| r.eval_row(m, i, &z)).collect();
             assert_eq!(&rows[..r.n_rows()], &v[..], "{m:?} at 2^{lg}");
             assert!(rows[r.n_rows()..].iter().all(|s| *s == Scalar::ZERO));
         }

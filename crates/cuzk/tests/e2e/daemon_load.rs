@@ -17,7 +17,7 @@ const JOBS_PER_CLIENT: usize = 10;
 async fn two_hundred_proofs_from_twenty_clients() {
     let log_n = 5;
     // Room for about three 2^5 partitions in flight.
-    let partition_bytes = (1u64 << log_n) * (4 * 32 + 3);
+    let partition_bytes = (1u64 << log_n) * (4 * 32 + 4);
     let cfg = config("load", |c| {
         c.engine.host_memory_budget_bytes = 3 * partition_bytes
     });
