@@ -315,16 +315,20 @@ impl R1cs {
         aux: &'a [Scalar],
     ) -> Result<RowWitness<'a>, SynthesisError> {
         self.check_witness(inputs, aux)?;
-        Ok(RowWitness::new(inputs, aux))
+        Ok(RowWitness::new(self.id, inputs, aux))
     }
 
     /// Row `row` of a, b or c (`m`) for z ([`Self::row_witness`]), over the whole index space
     /// of the evaluated vector: the constraints' rows, then the `input_i · 0 = 0` rows (a
     /// gets the inputs, b and c zeros), then zeros (the padding to the domain). Row by row,
     /// for a backend that writes a, b, c straight into buffers of its own (a GPU's pinned
-    /// staging) instead of the vectors [`Self::evaluate`] allocates. `z` must be this
-    /// recording's (a witness of other counts indexes out of bounds).
+    /// staging) instead of the vectors [`Self::evaluate`] allocates.
+    ///
+    /// # Panics
+    /// In debug builds, when `z` was made by another recording (one of other counts
+    /// would index out of bounds).
     pub fn eval_row(&self, m: Matrix, row: usize, z: &RowWitness<'_>) -> Scalar {
+        debug_assert_eq!(z.recording, self.id, "a row witness of another recording");
         let rows = self.n_constraints();
         if row < rows {
             let csr = match m {
@@ -369,7 +373,7 @@ impl R1cs {
     pub(crate) fn abc(&self, inputs: &[Scalar], aux: &[Scalar]) -> [Vec<Scalar>; 3] {
         let rows = self.n_constraints();
         let n_in = self.n_inputs;
-        let z = RowWitness::new(inputs, aux);
+        let z = RowWitness::new(self.id, inputs, aux);
         let eval = |m: &Csr| -> Vec<Scalar> {
             let mut v = Vec::with_capacity(rows + n_in);
             (0..rows)

@@ -33,14 +33,17 @@ const PIECE: usize = 1 << 16;
 /// one byte per aux value beside the borrowed witness ([`RowWitness::host_bytes`]).
 #[derive(Debug)]
 pub struct RowWitness<'a> {
+    /// The recording's id (`R1cs::id`) it was checked against.
+    pub(super) recording: u64,
     pub(super) inputs: &'a [Scalar],
     pub(super) aux: &'a [Scalar],
     pub(super) kinds: Vec<u8>,
 }
 
 impl<'a> RowWitness<'a> {
-    /// Classifies `aux` on the current rayon pool; the caller checked the counts.
-    pub(super) fn new(inputs: &'a [Scalar], aux: &'a [Scalar]) -> RowWitness<'a> {
+    /// Classifies `aux` on the current rayon pool; the caller checked the counts against
+    /// recording `recording`.
+    pub(super) fn new(recording: u64, inputs: &'a [Scalar], aux: &'a [Scalar]) -> RowWitness<'a> {
         let mut kinds = vec![0u8; aux.len()];
         kinds
             .par_chunks_mut(PIECE)
@@ -50,7 +53,12 @@ impl<'a> RowWitness<'a> {
                     *k = kind(v);
                 }
             });
-        RowWitness { inputs, aux, kinds }
+        RowWitness {
+            recording,
+            inputs,
+            aux,
+            kinds,
+        }
     }
 
     /// Host bytes it holds beside the witness: the kinds, one per aux value.
@@ -96,7 +104,7 @@ mod tests {
             1 => Scalar::ONE,
             _ => Scalar::random(&mut rng),
         }));
-        let z = RowWitness::new(&[], &aux);
+        let z = RowWitness::new(0, &[], &aux);
         assert_eq!(z.host_bytes(), aux.len());
         for (v, &k) in aux.iter().zip(&z.kinds) {
             let want = if *v == Scalar::ZERO {
