@@ -55,6 +55,13 @@ pub struct GpuTuning {
     /// a 32 GiB PoRep load the lane was still held until the gate's watchdog in some
     /// calls, slower than the lane without the gate (the figures: gate.rs's module docs).
     pub critical_yield: bool,
+    /// Threads of a host pool of each regular backend's own, in which its compute calls'
+    /// host work runs (the staging's fill, a, b, c by the host) instead of the
+    /// process-wide pool it shares with synthesis (`CUZK_GPU_HOST_THREADS=n`, 0: none).
+    /// There a call's fill is queued behind the synthesis jobs: some 24 GiB calls waited
+    /// ~215 ms for it (docs/runs/2026-12-07.md, fourteenth session). For measuring one
+    /// pool against two; default: the process-wide pool.
+    pub host_threads: Option<usize>,
     /// Extra NVRTC options for every kernel module (`CUZK_NVRTC_OPTS`, whitespace
     /// separated, e.g. `-DACC_G1_MIN_BLOCKS=3`); part of the kernel cache key.
     pub nvrtc_options: Vec<String>,
@@ -72,7 +79,7 @@ impl GpuTuning {
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
     /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_GPU_WIDE_SPLIT=0|1`,
     /// `CUZK_GPU_H_ACC=0|off|c`, `CUZK_GPU_NTT_TWIST=two-level`, `CUZK_GPU_HOST_ABC=1`,
-    /// `CUZK_GPU_CRITICAL_YIELD=1`, `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
+    /// `CUZK_GPU_CRITICAL_YIELD=1`, `CUZK_GPU_HOST_THREADS=n`, `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
     }
@@ -110,6 +117,9 @@ impl GpuTuning {
         }
         if var("CUZK_GPU_CRITICAL_YIELD").as_deref() == Some("1") {
             self.critical_yield = true;
+        }
+        if let Some(n) = var("CUZK_GPU_HOST_THREADS").and_then(|v| v.parse::<usize>().ok()) {
+            self.host_threads = (n > 0).then_some(n);
         }
         match var("CUZK_GPU_WIDE_SPLIT").as_deref() {
             Some("1") => self.wide_split = Some(true),
@@ -188,6 +198,16 @@ mod tests {
         let t = GpuTuning::default()
             .with_vars(|k| (k == "CUZK_GPU_CRITICAL_YIELD").then(|| "1".into()));
         assert!(t.critical_yield);
+        assert_eq!(GpuTuning::default().host_threads, None);
+        let t =
+            GpuTuning::default().with_vars(|k| (k == "CUZK_GPU_HOST_THREADS").then(|| "12".into()));
+        assert_eq!(t.host_threads, Some(12));
+        let t = GpuTuning {
+            host_threads: Some(12),
+            ..GpuTuning::default()
+        }
+        .with_vars(|k| (k == "CUZK_GPU_HOST_THREADS").then(|| "0".into()));
+        assert_eq!(t.host_threads, None, "0: the process-wide pool");
     }
 
     #[test]

@@ -161,6 +161,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         host_abc: false,
         // Only `CUZK_GPU_CRITICAL_YIELD=1` sets it: measured slower than the lane alone (#29).
         critical_yield: false,
+        // Only `CUZK_GPU_HOST_THREADS` sets it, for measuring a backend's own host pool.
+        host_threads: None,
     };
     if !tuning.with_env().install() {
         tracing::warn!("gpu tuning was fixed before the config was read: [gpu] not applied");

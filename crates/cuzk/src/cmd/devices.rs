@@ -74,6 +74,7 @@ pub fn gpu_specs(
                 .stream_chunk_points
                 .filter(|&p| p > 0)
                 .unwrap_or(defaults.stream_chunk_points),
+            host_threads: cuzk_gpu::tuning::tuning().host_threads,
             ..defaults
         };
         let lane_cfg = GpuBackendConfig {
@@ -82,6 +83,7 @@ pub fn gpu_specs(
             host_threads: Some(LANE_HOST_THREADS),
             ..main_cfg.clone()
         };
+        let host_threads = main_cfg.host_threads.unwrap_or(0);
         let backend = GpuBackend::with_config(dev.clone(), main_cfg);
         // The budget is read now, at start, and logged with the free memory it came
         // from.
@@ -90,6 +92,7 @@ pub fn gpu_specs(
             gpu = dev.ordinal(),
             vram_budget_bytes = budget,
             critical_lane_bytes = split.lane_bytes,
+            host_threads,
             "gpu budget"
         );
         specs.push(spec(dev, "", backend, workers, false));
