@@ -55,9 +55,9 @@ pub struct GpuTuning {
     /// a 32 GiB PoRep load the lane was still held until the gate's watchdog in some
     /// calls, slower than the lane without the gate (the figures: gate.rs's module docs).
     pub critical_yield: bool,
-    /// Threads of a host pool of each regular backend's own, in which its compute calls'
-    /// host work runs (the staging's fill, a, b, c by the host) instead of the
-    /// process-wide pool it shares with synthesis (`CUZK_GPU_HOST_THREADS=n`, 0: none).
+    /// Threads of each host pool of a regular backend's own (one per worker), in which its
+    /// compute calls' host work runs (the staging's fill, a, b, c by the host) instead of
+    /// the process-wide pool it shares with synthesis (`CUZK_GPU_HOST_THREADS=n`, 0: none).
     /// There a call's fill is queued behind the synthesis jobs: some 24 GiB calls waited
     /// ~215 ms for it (docs/runs/2026-12-07.md, fourteenth session). For measuring one
     /// pool against two; default: the process-wide pool.

@@ -1,4 +1,4 @@
-//! A GPU backend with a host pool of its own (`GpuBackendConfig::host_threads`, the
+//! A GPU backend with host pools of its own (`GpuBackendConfig::host_threads`, the
 //! critical lane's) proves while every thread of the process-wide rayon pool is held:
 //! none of its host work (the staging's fill, the filler beside the kernels) waits for
 //! that pool. Under a PoRep load the lane's fill queued there behind synthesis for 0.8 s
@@ -79,6 +79,11 @@ struct Lane {
 
 impl Lane {
     fn new(dev: &Arc<Device>, lg: u32, seed: u64) -> Lane {
+        Lane::with_workers(dev, lg, seed, 1)
+    }
+
+    /// As [`Lane::new`], with `workers` workers (and as many host pools).
+    fn with_workers(dev: &Arc<Device>, lg: u32, seed: u64, workers: usize) -> Lane {
         let c = SyntheticCircuit::with_log_n(lg, seed, SyntheticShape::default()).expect("circuit");
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
         let fb = cuzk_gpu::GpuFixedBase::new(dev.clone());
@@ -90,7 +95,7 @@ impl Lane {
         let lane = GpuBackend::with_config(
             dev.clone(),
             GpuBackendConfig {
-                workers: 1,
+                workers,
                 host_threads: Some(2),
                 ..GpuBackendConfig::default()
             },
@@ -168,4 +173,40 @@ fn a_call_from_another_pools_worker_does_not_wait_for_that_pools_jobs() {
         took < long,
         "seed {seed}: the call took {took:?}: its thread ran the other pool's job first"
     );
+}
+
+/// A two-worker backend with host pools of its own proves calls from four threads at once:
+/// each call runs in a pool of its own. With one pool for all, a worker filling one call's
+/// staging took the next call's job, which waited there for the slot or the token the
+/// first call held: both stopped (a 24 GiB PoRep run with `CUZK_GPU_HOST_THREADS=16`,
+/// 2026-12-07). The callers are threads of their own, so that a stop fails the test.
+#[test]
+fn concurrent_calls_on_a_backend_with_host_pools_all_finish() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(dev) = device() else { return };
+    let seed = seed();
+    let l = Arc::new(Lane::with_workers(&dev, 17, seed, 2));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (callers, calls) = (4, 3);
+    for _ in 0..callers {
+        let (l, tx) = (l.clone(), tx.clone());
+        std::thread::spawn(move || {
+            for _ in 0..calls {
+                let _ = tx.send(l.compute());
+            }
+        });
+    }
+    drop(tx);
+    let t = Instant::now();
+    for k in 0..callers * calls {
+        let left = Duration::from_secs(120).saturating_sub(t.elapsed());
+        let got = rx.recv_timeout(left).unwrap_or_else(|_| {
+            panic!(
+                "seed {seed}: {k} of {} calls returned: the rest stopped",
+                callers * calls
+            )
+        });
+        let got = got.unwrap_or_else(|e| panic!("seed {seed}: prove: {e}"));
+        assert_eq!(got, l.want, "seed {seed}: prove {k}");
+    }
 }

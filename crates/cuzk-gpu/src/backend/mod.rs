@@ -125,11 +125,12 @@ pub struct GpuBackendConfig {
     /// sums, whose per-chunk reductions cost), `Some(true)` wherever a sum has several
     /// chunks (tests run the path on small circuits), `Some(false)` never.
     pub stream_accumulators: Option<bool>,
-    /// Threads of a host pool of the backend's own, in which a compute call's host work
-    /// runs (the staging's fill, a, b, c evaluated on the host, the filler beside the
-    /// kernels); `None`: the caller's pool (the process-wide one for a thread outside any
-    /// pool). A critical lane has its own: its fill queued behind the process-wide pool's
-    /// PoRep synthesis for 0.8 s (docs/runs/2026-12-06.md, seventh session).
+    /// Threads of each of the backend's own host pools (one per worker, each taken by one
+    /// call: `host.rs`), in which a compute call's host work runs (the staging's fill,
+    /// a, b, c evaluated on the host, the filler beside the kernels); `None`: the caller's
+    /// pool (the process-wide one for a thread outside any pool). A critical lane has its
+    /// own: its fill queued behind the process-wide pool's PoRep synthesis for 0.8 s
+    /// (docs/runs/2026-12-06.md, seventh session).
     pub host_threads: Option<usize>,
 }
 
@@ -188,8 +189,8 @@ pub struct GpuBackend {
     /// steps between one traced prove's kernels and the next one's, written with the next
     /// trace line ([`GpuBackend::host_mark`]).
     host_marks: Mutex<Vec<(&'static str, cudarc::driver::CudaEvent)>>,
-    /// The host pool of [`GpuBackendConfig::host_threads`].
-    host_pool: Option<rayon::ThreadPool>,
+    /// The host pools of [`GpuBackendConfig::host_threads`], one per worker.
+    host_pools: Option<host::HostPools>,
 }
 
 /// Host marks kept for the next trace line ([`GpuBackend::host_mark`]): one call's and the
@@ -219,11 +220,11 @@ impl GpuBackend {
     /// A backend on `dev` with `cfg`. Nothing is allocated until the first compute or
     /// [`GpuBackend::preload`].
     pub fn with_config(dev: Arc<Device>, cfg: GpuBackendConfig) -> GpuBackend {
-        let host_pool = cfg
+        let host_pools = cfg
             .host_threads
-            .and_then(|n| host::host_pool(dev.ordinal(), n));
+            .and_then(|n| host::HostPools::new(dev.ordinal(), cfg.workers, n));
         GpuBackend {
-            host_pool,
+            host_pools,
             pinned: PinnedPool::new(dev.clone()),
             slots: SlotPool::new(cfg.workers),
             dev,
@@ -411,13 +412,15 @@ impl GpuBackend {
         }
     }
 
-    /// [`Backend::compute`] in the host pool, which it entered `entered` after the call.
+    /// [`Backend::compute`] in the host pool `pool` (none: the caller's), which it entered
+    /// `entered` after the call.
     fn compute_here(
         &self,
         asg: &Assignment,
         srs: &Srs,
         report: &mut ProveReport,
         entered: Duration,
+        pool: Option<&rayon::ThreadPool>,
     ) -> Result<MsmOutputs, BackendError> {
         let t = Instant::now();
         // Only the assignment's own faults are the caller's; everything after is ours.
@@ -481,7 +484,8 @@ impl GpuBackend {
                 ("matrices, or the host's row witness", looked_up - validated),
             ],
         );
-        let call = prove::ProveCall::new(asg, shape, srs, matrices.as_deref(), rows.as_ref());
+        let call = prove::ProveCall::new(asg, shape, srs, matrices.as_deref(), rows.as_ref())
+            .on_pool(pool);
         let r = self.compute_inner(&call, report);
         r.map_err(|e| device_err(call.stage(), e))
     }
@@ -517,7 +521,7 @@ impl Backend for GpuBackend {
         report: &mut ProveReport,
     ) -> Result<MsmOutputs, BackendError> {
         let queued = Instant::now();
-        self.on_host_pool(|| self.compute_here(asg, srs, report, queued.elapsed()))
+        self.on_host_pool(|pool| self.compute_here(asg, srs, report, queued.elapsed(), pool))
     }
 
     fn owns_compute_token(&self) -> bool {

@@ -43,6 +43,9 @@ pub(super) struct ProveCall<'c> {
     /// A deferred assignment's witness made ready for the host's a, b, c (when the device
     /// does not compute them).
     pub(super) rows: Option<&'c RowWitness<'c>>,
+    /// The backend's host pool this call runs in (`host.rs`); the filler beside its
+    /// kernels runs there too. None: the caller's pool.
+    host_pool: Option<&'c rayon::ThreadPool>,
     stage: Cell<ProveStage>,
 }
 
@@ -60,7 +63,16 @@ impl<'c> ProveCall<'c> {
             srs,
             matrices,
             rows,
+            host_pool: None,
             stage: Cell::new(ProveStage::Prepare),
+        }
+    }
+
+    /// The call as run in the backend's host pool `pool`.
+    pub(super) fn on_pool(self, pool: Option<&'c rayon::ThreadPool>) -> ProveCall<'c> {
+        ProveCall {
+            host_pool: pool,
+            ..self
         }
     }
 
@@ -222,8 +234,12 @@ impl GpuBackend {
                 // that reads part k, waits for its copies (`LateParts`).
                 let (tx, rx) = std::sync::mpsc::channel::<usize>();
                 let u = &uploads;
+                let pool = call.host_pool;
                 let filler = rest.map(|parts| {
-                    scope.spawn(move || self.on_host_pool(|| fill_rest(parts, u, tx)))
+                    scope.spawn(move || match pool {
+                        Some(pool) => pool.install(|| fill_rest(parts, u, tx)),
+                        None => fill_rest(parts, u, tx),
+                    })
                 });
                 let mut late = LateParts::new(u, overlapped, rx, filler);
                 let mut ready = |k: usize, d: Option<&Device>| late.wait(k, d);
