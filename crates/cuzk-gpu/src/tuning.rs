@@ -79,7 +79,8 @@ impl GpuTuning {
     /// `CUZK_GPU_H_TABLE=0|off`, `CUZK_GPU_LANES=1`, `CUZK_GPU_PROFILE=1`,
     /// `CUZK_GPU_REGISTER=0|off`, `CUZK_GPU_TRACE=FILE`, `CUZK_GPU_WIDE_SPLIT=0|1`,
     /// `CUZK_GPU_H_ACC=0|off|c`, `CUZK_GPU_NTT_TWIST=two-level`, `CUZK_GPU_HOST_ABC=1`,
-    /// `CUZK_GPU_CRITICAL_YIELD=1`, `CUZK_GPU_HOST_THREADS=n`, `CUZK_NVRTC_OPTS="…"`. Values that do not parse are ignored.
+    /// `CUZK_GPU_CRITICAL_YIELD=1`, `CUZK_GPU_HOST_THREADS=n`, `CUZK_NVRTC_OPTS="…"`.
+    /// Values that do not parse are ignored.
     pub fn with_env(self) -> GpuTuning {
         self.with_vars(|k| std::env::var(k).ok())
     }

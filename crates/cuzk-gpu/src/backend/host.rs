@@ -156,49 +156,51 @@ mod tests {
     use std::sync::{mpsc, Arc};
     use std::time::Instant;
 
+    /// A pool's identity, to tell pools apart.
+    fn addr(p: &rayon::ThreadPool) -> usize {
+        p as *const _ as usize
+    }
+
+    /// A call on a thread of `s` that holds one of `pools` until the returned sender
+    /// sends or is dropped; the pool it holds.
+    fn hold<'s, 'e>(
+        s: &'s std::thread::Scope<'s, 'e>,
+        pools: &'e HostPools,
+    ) -> (usize, mpsc::Sender<()>) {
+        let (entered, inside) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        s.spawn(move || {
+            pools.run(move |p| {
+                entered.send(addr(p)).expect("send");
+                let _ = released.recv();
+            })
+        });
+        (inside.recv().expect("the holder's pool"), release)
+    }
+
     /// Two calls at once run in two pools; with one pool the second waits for the first.
     #[test]
     fn each_call_holds_a_pool_of_its_own() {
         let pools = HostPools::new(0, 2, 2).expect("pools");
         assert_eq!(pools.len(), 2);
-        let (entered, inside) = mpsc::channel();
-        let (release, released) = mpsc::channel::<()>();
         std::thread::scope(|s| {
-            let pools = &pools;
-            s.spawn(move || {
-                pools.run(move |p| {
-                    entered.send(p as *const _ as usize).expect("send");
-                    released.recv().expect("release");
-                })
-            });
-            let first = inside.recv().expect("first pool");
-            let second = pools.run(|p| p as *const _ as usize);
+            let (first, release) = hold(s, &pools);
+            let second = pools.run(addr);
             assert_ne!(
                 first, second,
                 "the second call ran in the first call's pool"
             );
             // From a worker of a pool, a call runs in that pool without taking another.
-            let nested = pools.run(|p| {
-                let outer = p as *const _ as usize;
-                p.install(|| pools.run(|q| q as *const _ as usize)) == outer
-            });
+            let nested = pools.run(|p| p.install(|| pools.run(addr)) == addr(p));
             assert!(nested, "a call from a pool's worker left its pool");
             release.send(()).expect("release");
         });
 
         let one = HostPools::new(0, 1, 2).expect("pool");
-        let (entered, inside) = mpsc::channel();
-        let (release, released) = mpsc::channel::<()>();
         std::thread::scope(|s| {
-            let one = &one;
-            s.spawn(move || {
-                one.run(move |_| {
-                    entered.send(()).expect("send");
-                    released.recv().expect("release");
-                })
-            });
-            inside.recv().expect("first call");
+            let (_, release) = hold(s, &one);
             let (done_tx, done) = mpsc::channel();
+            let one = &one;
             s.spawn(move || one.run(|_| done_tx.send(()).expect("send")));
             assert!(
                 done.recv_timeout(Duration::from_millis(200)).is_err(),

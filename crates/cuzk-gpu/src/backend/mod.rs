@@ -484,8 +484,8 @@ impl GpuBackend {
                 ("matrices, or the host's row witness", looked_up - validated),
             ],
         );
-        let call = prove::ProveCall::new(asg, shape, srs, matrices.as_deref(), rows.as_ref())
-            .on_pool(pool);
+        let matrices = matrices.as_deref();
+        let call = prove::ProveCall::new(asg, shape, srs, matrices, rows.as_ref(), pool);
         let r = self.compute_inner(&call, report);
         r.map_err(|e| device_err(call.stage(), e))
     }

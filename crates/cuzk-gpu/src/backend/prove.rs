@@ -56,6 +56,7 @@ impl<'c> ProveCall<'c> {
         srs: &'c Srs,
         matrices: Option<&'c ResidentMatrices>,
         rows: Option<&'c RowWitness<'c>>,
+        host_pool: Option<&'c rayon::ThreadPool>,
     ) -> ProveCall<'c> {
         ProveCall {
             asg,
@@ -63,16 +64,8 @@ impl<'c> ProveCall<'c> {
             srs,
             matrices,
             rows,
-            host_pool: None,
+            host_pool,
             stage: Cell::new(ProveStage::Prepare),
-        }
-    }
-
-    /// The call as run in the backend's host pool `pool`.
-    pub(super) fn on_pool(self, pool: Option<&'c rayon::ThreadPool>) -> ProveCall<'c> {
-        ProveCall {
-            host_pool: pool,
-            ..self
         }
     }
 
