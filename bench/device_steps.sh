@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# One device call's worth of bench/reproduce.sh parts for #26, and the carry they need.
+#
+#   bench/device_steps.sh prepare   # on the dev machine: .carry/next (this work tree's
+#                                   # build), .carry/cache (its kernels for sm_90),
+#                                   # .carry/cuzk-supraseal-bench; about 7 min from a warm
+#                                   # cargo cache, 20 from a cold one
+#   bench/device_steps.sh           # on the device, from the repository root
+#
+# Carry: .carry/next .carry/cache .carry/cuzk-supraseal-bench (about 38 MB), and .carry/o
+# (an older `cuzk`, OLD of the `s` step) when there is one.
+#
+# STEPS picks the steps, in order (default "a b" on an H200, "c s" on other cards):
+#   a  the full card: params32, then BATCH32_COUNT=${B_COUNT:-6} proofs from
+#      BATCH32_CONCURRENCY=${B_CONC:-3} clients (#26: ≤ 19.3 s per proof, RSS ≤ 64 GiB)
+#   b  e2e24, the 2^24 end-to-end head to head against SupraSeal C2 (≥ 13.06×)
+#   c  the GPU test binaries
+#   t  after a: the full card again, ${T_COUNT:-4} proofs from ${T_CONC:-2} clients, traced
+#      (CUZK_GPU_TRACE, summarized by bench/trace.py); skipped once more than
+#      ${T_AFTER:-420} s of the call are gone
+#   s  the small cards: SMALL_CASES=${CASES:-"NEW@24 NEW@16"}, ${S_COUNT:-3} proofs each
+set -u -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [ "${1:-}" = prepare ]; then
+  set -e
+  bench/reproduce.sh build .carry/next
+  lib=$(python3 -c 'import site; print(site.getsitepackages()[0])')/nvidia/cu13/lib
+  [ -f "$lib/libnvrtc.so.13" ] || python3 -m pip install --quiet nvidia-cuda-nvrtc==13.0.88
+  LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} XDG_CACHE_HOME=$PWD/.carry/cache \
+    .carry/next/cuzk bench gpu compile --arch sm_90
+  [ -x .carry/cuzk-supraseal-bench ] || bench/supraseal/build.sh
+  du -sh .carry/*
+  exit 0
+fi
+
+N=.carry/next
+OUT=${OUT:-/tmp/cuzk-out}
+nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader
+echo "cores $(nproc), host $(free -g | awk '/Mem:/ {print $2}') GiB, $(df -h . | tail -1)"
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$card" in *H200*) def="a b" ;; *) def="c s" ;; esac
+STEPS=${STEPS:-$def}
+old=$N
+[ -x .carry/o/cuzk ] && old=.carry/o
+echo "== steps: $STEPS on $card, build $(cat $N/COMMIT)"
+for s in $STEPS; do
+  echo "== step $s $(date -u +%H:%M:%S)"
+  case $s in
+    a) BATCH32_COUNT=${B_COUNT:-6} BATCH32_CONCURRENCY=${B_CONC:-3} \
+         bench/reproduce.sh $N $N params32 batch32 ;;
+    b) bench/reproduce.sh $N $N e2e24 ;;
+    c) bench/reproduce.sh $N $N gputests ;;
+    t) if [ "$SECONDS" -gt "${T_AFTER:-420}" ]; then
+         echo "skip t: ${SECONDS} s of the call gone"
+         continue
+       fi
+       BATCH32_TIMEOUT=$((570 - SECONDS)) CUZK_GPU_TRACE=$OUT/trace-full.jsonl \
+         BATCH32_COUNT=${T_COUNT:-4} BATCH32_CONCURRENCY=${T_CONC:-2} \
+         bench/reproduce.sh $N $N batch32
+       python3 bench/trace.py "$OUT/trace-full.jsonl" > "$OUT/trace-full.summary"
+       tail -1 "$OUT/trace-full.summary" ;;
+    s) SMALL_CASES="${CASES:-NEW@24 NEW@16}" SMALL_COUNT=${S_COUNT:-3} \
+         bench/reproduce.sh $old $N params32 small ;;
+    *) echo "unknown step $s" >&2 ;;
+  esac
+  echo "== step $s done $(date -u +%H:%M:%S)"
+done
