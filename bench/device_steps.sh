@@ -26,7 +26,9 @@ if [ "${1:-}" = prepare ]; then
   set -e
   bench/reproduce.sh build .carry/next
   lib=$(python3 -c 'import site; print(site.getsitepackages()[0])')/nvidia/cu13/lib
-  [ -f "$lib/libnvrtc.so.13" ] || python3 -m pip install --quiet nvidia-cuda-nvrtc==13.0.88
+  [ -f "$lib/libnvrtc.so.13" ] ||
+    python3 -m pip install --quiet --break-system-packages nvidia-cuda-nvrtc==13.0.88 2>/dev/null ||
+    python3 -m pip install --quiet nvidia-cuda-nvrtc==13.0.88
   LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} XDG_CACHE_HOME=$PWD/.carry/cache \
     .carry/next/cuzk bench gpu compile --arch sm_90
   [ -x .carry/cuzk-supraseal-bench ] || bench/supraseal/build.sh
