@@ -12,12 +12,11 @@
 #
 # STEPS picks the steps, in order (default "a b" on an H200, "c s" on other cards):
 #   a  the full card: params32, then BATCH32_COUNT=${B_COUNT:-6} proofs from
-#      BATCH32_CONCURRENCY=${B_CONC:-3} clients (#26: ≤ 19.3 s per proof, RSS ≤ 64 GiB)
+#      BATCH32_CONCURRENCY=${B_CONC:-3} clients (#26: ≤ 19.3 s per proof, RSS ≤ 64 GiB);
+#      where its calls wait shows in its host steps (bench/host_steps.py on the timeline):
+#      CUZK_GPU_TRACE traces only the streamed SRS's ring, not the full card's proves
 #   b  e2e24, the 2^24 end-to-end head to head against SupraSeal C2 (≥ 13.06×)
 #   c  the GPU test binaries
-#   t  after a: the full card again, ${T_COUNT:-4} proofs from ${T_CONC:-2} clients, traced
-#      (CUZK_GPU_TRACE, summarized by bench/trace.py); skipped once more than
-#      ${T_AFTER:-420} s of the call are gone
 #   s  the small cards: SMALL_CASES=${CASES:-"NEW@24 NEW@16"}, ${S_COUNT:-3} proofs each
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -37,7 +36,6 @@ if [ "${1:-}" = prepare ]; then
 fi
 
 N=.carry/next
-OUT=${OUT:-/tmp/cuzk-out}
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader
 echo "cores $(nproc), host $(free -g | awk '/Mem:/ {print $2}') GiB, $(df -h . | tail -1)"
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -53,15 +51,6 @@ for s in $STEPS; do
          bench/reproduce.sh $N $N params32 batch32 ;;
     b) bench/reproduce.sh $N $N e2e24 ;;
     c) bench/reproduce.sh $N $N gputests ;;
-    t) if [ "$SECONDS" -gt "${T_AFTER:-420}" ]; then
-         echo "skip t: ${SECONDS} s of the call gone"
-         continue
-       fi
-       BATCH32_TIMEOUT=$((570 - SECONDS)) CUZK_GPU_TRACE=$OUT/trace-full.jsonl \
-         BATCH32_COUNT=${T_COUNT:-4} BATCH32_CONCURRENCY=${T_CONC:-2} \
-         bench/reproduce.sh $N $N batch32
-       python3 bench/trace.py "$OUT/trace-full.jsonl" > "$OUT/trace-full.summary"
-       tail -1 "$OUT/trace-full.summary" ;;
     s) SMALL_CASES="${CASES:-NEW@24 NEW@16}" SMALL_COUNT=${S_COUNT:-3} \
          bench/reproduce.sh $old $N params32 small ;;
     *) echo "unknown step $s" >&2 ;;
