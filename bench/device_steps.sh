@@ -11,23 +11,30 @@
 # (an older `cuzk`, OLD of the `s` step) when there is one.
 #
 # STEPS picks the steps, in order (default "a b" on an H200, "c s" on other cards):
-#   a  the full card: params32, then BATCH32_COUNT=${B_COUNT:-6} proofs from
-#      BATCH32_CONCURRENCY=${B_CONC:-3} clients (#26: ≤ 19.3 s per proof, RSS ≤ 64 GiB);
+#   a  the full card: params32, then BATCH32_COUNT (here 6) proofs from
+#      BATCH32_CONCURRENCY (here 3) clients (#26: ≤ 19.3 s per proof, RSS ≤ 64 GiB);
 #      where its calls wait shows in its host steps (bench/host_steps.py on the timeline):
 #      CUZK_GPU_TRACE traces only the streamed SRS's ring, not the full card's proves
 #   b  e2e24, the 2^24 end-to-end head to head against SupraSeal C2 (≥ 13.06×)
 #   c  the GPU test binaries
-#   s  the small cards: SMALL_CASES=${CASES:-"NEW@24 NEW@16"}, ${S_COUNT:-3} proofs each
+#   s  the small cards: SMALL_CASES (here "NEW@24 NEW@16"), SMALL_COUNT (here 3) proofs each
+# reproduce.sh's other variables pass through as they are.
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 if [ "${1:-}" = prepare ]; then
   set -e
   bench/reproduce.sh build .carry/next
-  lib=$(python3 -c 'import site; print(site.getsitepackages()[0])')/nvidia/cu13/lib
-  [ -f "$lib/libnvrtc.so.13" ] ||
+  # Where the NVRTC wheel's library is, as .ci/run finds it (any site folder pip used).
+  nvrtc_dir() {
+    python3 -c 'import glob, os, nvidia
+print(next(os.path.join(p, "cu13", "lib") for p in nvidia.__path__
+           if glob.glob(os.path.join(p, "cu13", "lib", "libnvrtc.so.13*"))))' 2>/dev/null
+  }
+  nvrtc_dir >/dev/null ||
     python3 -m pip install --quiet --break-system-packages nvidia-cuda-nvrtc==13.0.88 2>/dev/null ||
     python3 -m pip install --quiet nvidia-cuda-nvrtc==13.0.88
+  lib=$(nvrtc_dir)
   LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} XDG_CACHE_HOME=$PWD/.carry/cache \
     .carry/next/cuzk bench gpu compile --arch sm_90
   [ -x .carry/cuzk-supraseal-bench ] || bench/supraseal/build.sh
@@ -47,11 +54,11 @@ echo "== steps: $STEPS on $card, build $(cat $N/COMMIT)"
 for s in $STEPS; do
   echo "== step $s $(date -u +%H:%M:%S)"
   case $s in
-    a) BATCH32_COUNT=${B_COUNT:-6} BATCH32_CONCURRENCY=${B_CONC:-3} \
+    a) BATCH32_COUNT=${BATCH32_COUNT:-6} BATCH32_CONCURRENCY=${BATCH32_CONCURRENCY:-3} \
          bench/reproduce.sh $N $N params32 batch32 ;;
     b) bench/reproduce.sh $N $N e2e24 ;;
     c) bench/reproduce.sh $N $N gputests ;;
-    s) SMALL_CASES="${CASES:-NEW@24 NEW@16}" SMALL_COUNT=${S_COUNT:-3} \
+    s) SMALL_CASES=${SMALL_CASES:-"NEW@24 NEW@16"} SMALL_COUNT=${SMALL_COUNT:-3} \
          bench/reproduce.sh $old $N params32 small ;;
     *) echo "unknown step $s" >&2 ;;
   esac
