@@ -17,7 +17,8 @@
 #      CUZK_GPU_TRACE traces only the streamed SRS's ring, not the full card's proves
 #   b  e2e24, the 2^24 end-to-end head to head against SupraSeal C2 (≥ 13.06×)
 #   c  the GPU test binaries
-#   s  the small cards: SMALL_CASES (here "NEW@24 NEW@16"), SMALL_COUNT (here 3) proofs each
+#   s  the small cards: reproduce.sh's cases (SMALL_CASES, by default 24 and 16 GiB free, the
+#      new build), SMALL_COUNT (here 3, to leave room for c in one call) proofs each
 # reproduce.sh's other variables pass through as they are.
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,16 +26,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ "${1:-}" = prepare ]; then
   set -e
   bench/reproduce.sh build .carry/next
-  # Where the NVRTC wheel's library is, as .ci/run finds it (any site folder pip used).
-  nvrtc_dir() {
-    python3 -c 'import glob, os, nvidia
-print(next(os.path.join(p, "cu13", "lib") for p in nvidia.__path__
-           if glob.glob(os.path.join(p, "cu13", "lib", "libnvrtc.so.13*"))))' 2>/dev/null
-  }
-  nvrtc_dir >/dev/null ||
+  .ci/nvrtc_dir >/dev/null ||
     python3 -m pip install --quiet --break-system-packages nvidia-cuda-nvrtc==13.0.88 2>/dev/null ||
     python3 -m pip install --quiet nvidia-cuda-nvrtc==13.0.88
-  lib=$(nvrtc_dir)
+  lib=$(.ci/nvrtc_dir)
   LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} XDG_CACHE_HOME=$PWD/.carry/cache \
     .carry/next/cuzk bench gpu compile --arch sm_90
   [ -x .carry/cuzk-supraseal-bench ] || bench/supraseal/build.sh
@@ -58,8 +53,7 @@ for s in $STEPS; do
          bench/reproduce.sh $N $N params32 batch32 ;;
     b) bench/reproduce.sh $N $N e2e24 ;;
     c) bench/reproduce.sh $N $N gputests ;;
-    s) SMALL_CASES=${SMALL_CASES:-"NEW@24 NEW@16"} SMALL_COUNT=${SMALL_COUNT:-3} \
-         bench/reproduce.sh $old $N params32 small ;;
+    s) SMALL_COUNT=${SMALL_COUNT:-3} bench/reproduce.sh $old $N params32 small ;;
     *) echo "unknown step $s" >&2 ;;
   esac
   echo "== step $s done $(date -u +%H:%M:%S)"

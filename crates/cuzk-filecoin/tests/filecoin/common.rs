@@ -163,5 +163,5 @@ pub fn run_engine(engine: &Engine, kind: FilecoinKind, request: ProofRequest) ->
 }
 
 #[path = "../../../cuzk-gpu/tests/support/skip.rs"]
-mod skip_log;
-pub use skip_log::skip;
+mod skip;
+pub use skip::skip;

@@ -22,9 +22,8 @@ pub fn device() -> Option<Arc<Device>> {
     }
 }
 
-#[path = "skip.rs"]
-mod skip_log;
-pub use skip_log::skip;
+mod skip;
+pub use skip::skip;
 
 /// `CUZK_TEST_SEED` when set, else fresh from the clock.
 pub fn seed() -> u64 {

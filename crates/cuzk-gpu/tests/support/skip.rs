@@ -1,6 +1,6 @@
-//! The skip every test binary records: one file, included by path (`#[path]`) from the
-//! support modules of cuzk-gpu's, cuzk-filecoin's and cuzk's tests, so that `.ci/run`'s
-//! count of skips reads one format.
+//! The skip every test binary records: one file, included by path (`#[path]`) into the
+//! tests of cuzk-gpu, cuzk-filecoin and cuzk, so that `.ci/run`'s count of skips reads one
+//! format.
 
 /// Prints `skipped: {reason}` (cargo's capture hides it, and the test counts as passed) and,
 /// when `CUZK_SKIP_LOG` names a file, as `.ci/run` sets it, appends `{test}\t{reason}` to

@@ -15,4 +15,6 @@ mod daemon_load;
 mod daemon_rpc;
 mod daemon_shutdown;
 mod scaleout;
+// The skip that `.ci/run` counts, shared with the other test binaries.
+#[path = "../../../cuzk-gpu/tests/support/skip.rs"]
 mod support;
