@@ -19,7 +19,10 @@
 #   c  the GPU test binaries
 #   s  the small cards: reproduce.sh's cases (SMALL_CASES, by default 24 and 16 GiB free, the
 #      new build), SMALL_COUNT (here 3, to leave room for c in one call) proofs each
-# reproduce.sh's other variables pass through as they are.
+# reproduce.sh's other variables pass through as they are. After `a` on an H200, a second
+# call within the machine's idle release (`STEPS=s SMALL_CASES=NEW@24 SMALL_COUNT=4`)
+# measures the 24 GiB card on the H200's compute, #26's own terms; params32 keeps the
+# parameters the first call wrote.
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
