@@ -131,9 +131,9 @@ fn filecoin_registry(param_dir: &std::path::Path) -> KindRegistry {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.effective_config()?;
     if args.print_config {
-        let machine = cuzk_engine::sizing::Machine::detect();
+        let (machine, memory_from) = cuzk_engine::sizing::Machine::detect_with_origin();
         println!(
-            "# synthesis_workers and the three memory budgets, unless set by the config file or a flag, are derived from this machine: {} cores, {:.1} GiB (see cuzk.example.toml)",
+            "# synthesis_workers and the three memory budgets, unless set by the config file or a flag, are derived from this machine: {} cores, {:.1} GiB ({memory_from}) (see cuzk.example.toml)",
             machine.cores,
             machine.mem_total_bytes as f64 / (1u64 << 30) as f64
         );
@@ -177,6 +177,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 async fn serve(cfg: DaemonConfig, no_gpu: bool) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
+    let (machine, memory_from) = cuzk_engine::sizing::Machine::detect_with_origin();
+    info!(
+        cores = machine.cores,
+        memory_bytes = machine.mem_total_bytes,
+        memory_from,
+        host_memory_budget_bytes = cfg.engine.host_memory_budget_bytes,
+        srs_budget_bytes = cfg.engine.srs_budget_bytes,
+        recorded_r1cs_budget_bytes = cfg.engine.recorded_r1cs_budget_bytes,
+        "host memory: the budgets (derived from this memory unless set)"
+    );
     let mut gpus = super::devices::gpus(no_gpu);
     if !cfg.gpu_ordinals.is_empty() {
         gpus.retain(|dev| {

@@ -1,7 +1,8 @@
 //! Shutdown: the `cuzk daemon` binary drains accepted jobs on SIGTERM (their callers get
 //! COMPLETED) and exits 0; a drain timeout fails the rest with a reason, which their
 //! callers get as UNAVAILABLE; `--print-config`
-//! prints the effective config with flags applied.
+//! prints the effective config with flags applied, its budgets sized from the memory
+//! cgroup it runs in.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -39,6 +40,84 @@ fn print_config_applies_flags() {
     assert_eq!(
         cfg.engine.cpu_workers,
         DaemonConfig::default().engine.cpu_workers
+    );
+}
+
+// See: #26 item 3 (the budgets' default from MemTotal and the cgroup limit). A container
+// on a v1 or hybrid host (this project's CI machine is one) sets its limit in v1's
+// memory.limit_in_bytes, which a v2-only reading missed: the daemon then budgeted for the
+// whole host and the cgroup's OOM killer ended it.
+#[test]
+fn print_config_sizes_the_budgets_from_the_memory_cgroup_it_runs_in() {
+    use cuzk_engine::sizing::{cgroup_dirs, Machine, Sizing};
+    let limit: u64 = 4 << 30;
+    if Machine::detect().mem_total_bytes <= limit {
+        crate::support::skip("this machine's memory is within the test's cgroup limit");
+        return;
+    }
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let dirs = cgroup_dirs(&read("/proc/self/mountinfo"), &read("/proc/self/cgroup"));
+    // A child of this test's own memory cgroup, limited to 4 GiB.
+    let made = dirs.into_iter().find_map(|cg| {
+        let child = cg.dir.join(format!("cuzk-e2e-{}", std::process::id()));
+        std::fs::create_dir(&child).ok()?;
+        let file = child.join(cg.limit_file);
+        if std::fs::write(&file, limit.to_string()).is_err() {
+            let _ = std::fs::remove_dir(&child);
+            return None;
+        }
+        Some((child, file))
+    });
+    let Some((child, limit_file)) = made else {
+        crate::support::skip("no writable memory cgroup (needs root and a v1 memory controller or a delegated v2 one)");
+        return;
+    };
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            r#"echo $$ > "$1" && exec "$2" daemon --print-config"#,
+            "sh",
+        ])
+        .arg(child.join("cgroup.procs"))
+        .arg(env!("CARGO_BIN_EXE_cuzk"))
+        .output();
+    // The cgroup empties when the daemon exits; the kernel may take a moment to see it.
+    let removed = (0..50).any(|_| {
+        std::fs::remove_dir(&child).is_ok() || {
+            std::thread::sleep(Duration::from_millis(20));
+            false
+        }
+    });
+    let out = out.expect("run sh");
+    assert!(removed, "{} stayed", child.display());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let origin = format!("4.0 GiB ({})", limit_file.display());
+    assert!(
+        stdout.lines().next().is_some_and(|l| l.contains(&origin)),
+        "the first line names {origin}:\n{stdout}"
+    );
+    let cfg = DaemonConfig::parse(&stdout).expect("valid TOML config");
+    let sized = Sizing::for_machine(Machine {
+        // The budgets do not depend on the cores.
+        cores: 1,
+        mem_total_bytes: limit,
+    });
+    assert_eq!(
+        (
+            cfg.engine.host_memory_budget_bytes,
+            cfg.engine.srs_budget_bytes,
+            cfg.engine.recorded_r1cs_budget_bytes
+        ),
+        (
+            sized.host_memory_budget_bytes,
+            sized.srs_budget_bytes,
+            sized.recorded_r1cs_budget_bytes
+        )
     );
 }
 
