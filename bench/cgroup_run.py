@@ -61,7 +61,8 @@ def own_memory_cgroups():
                 path, version = v2, 2
             else:
                 continue
-            rel = os.path.relpath(path, root) if path.startswith(root) else "."
+            inside = path == root or path.startswith(root.rstrip("/") + "/")
+            rel = os.path.relpath(path, root) if inside else "."
             found.append((os.path.normpath(os.path.join(point, rel)), version))
     found.sort(key=lambda d: d[1])
     return found
