@@ -12,8 +12,12 @@ in cgroup v2's (where the parent must delegate the memory controller), and is re
 afterwards. The command's output passes through; the JSON line goes to stdout last.
 peak_cgroup_bytes counts the page cache the command's reads brought in (the kernel
 reclaims it before it kills); peak_rss_bytes is the process tree's largest resident set
-(getrusage of the children). oom_kills is the kernel's count of OOM kills in the cgroup.
-Needs root: exits 3, saying why, when no memory cgroup can be made.
+(getrusage of the children). oom_kills is the kernel's count of OOM kills in the cgroup;
+removed says the cgroup was taken away afterwards.
+Needs root: exits 3, saying why, when no memory cgroup can be made. Finds this process's
+cgroups as the engine's sizing does (cuzk_engine::sizing::cgroup_memory_limit: the
+mounts' roots from /proc/self/mountinfo); the cuzk e2e test
+print_config_sizes_the_budgets_from_the_memory_cgroup_it_runs_in runs the daemon with it.
 """
 import json
 import os
@@ -21,8 +25,6 @@ import re
 import subprocess
 import sys
 import time
-
-V1_UNLIMITED_FROM = 1 << 62
 
 
 def parse_size(text):
@@ -119,7 +121,7 @@ def main():
     try:
         proc = subprocess.Popen(args[2:], preexec_fn=enter)
         _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
     finally:
         wall = time.monotonic() - start
         if version == 1:
@@ -128,9 +130,12 @@ def main():
         else:
             peak = int(read(os.path.join(child, "memory.peak"), "0") or 0)
             kills = counter(read(os.path.join(child, "memory.events")), "oom_kill")
+        # The cgroup empties when the command exits; the kernel may take a moment to see it.
+        removed = False
         for _ in range(100):
             try:
                 os.rmdir(child)
+                removed = True
                 break
             except OSError:
                 time.sleep(0.05)
@@ -139,17 +144,18 @@ def main():
             {
                 "limit_bytes": limit,
                 "cgroup": f"v{version} {child}",
-                "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                "exit": code if code >= 0 else None,
+                "signal": -code if code < 0 else None,
                 "oom_kills": kills,
                 "peak_cgroup_bytes": peak,
                 "peak_rss_bytes": usage.ru_maxrss * 1024,
                 "wall_s": round(wall, 1),
+                "removed": removed,
             }
         ),
         flush=True,
     )
-    return 0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 1
+    return 0 if code == 0 else 1
 
 
 if __name__ == "__main__":

@@ -138,13 +138,13 @@ pub struct CgroupLimit {
 /// A directory of this process's cgroup in a mounted hierarchy that can limit memory, and
 /// the file there that holds the limit.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CgroupDir {
+struct CgroupDir {
     /// This process's cgroup, below `mount_point`.
-    pub dir: PathBuf,
+    dir: PathBuf,
     /// Where its hierarchy is mounted: the walk up to ancestors stops here.
-    pub mount_point: PathBuf,
+    mount_point: PathBuf,
     /// `memory.max` for cgroup v2, `memory.limit_in_bytes` for v1's memory controller.
-    pub limit_file: &'static str,
+    limit_file: &'static str,
 }
 
 /// v1's "no limit": the largest page-aligned `i64` (`9223372036854771712` with 4 KiB
@@ -180,7 +180,7 @@ pub fn cgroup_memory_limit(mountinfo: &str, proc_self_cgroup: &str) -> Option<Cg
 /// option. A mount's root (the fourth field of mountinfo: a container sees its own cgroup
 /// as `/` or mounted from `/docker/<id>`) is taken off the path; a path outside the
 /// mount's root maps to the mount point itself.
-pub fn cgroup_dirs(mountinfo: &str, proc_self_cgroup: &str) -> Vec<CgroupDir> {
+fn cgroup_dirs(mountinfo: &str, proc_self_cgroup: &str) -> Vec<CgroupDir> {
     let mut v2_path = None;
     let mut v1_path = None;
     for line in proc_self_cgroup.lines() {
@@ -321,7 +321,7 @@ mod tests {
     }
 
     /// A fresh directory standing in for `/sys/fs/cgroup`.
-    fn fake_sys(name: &str) -> std::path::PathBuf {
+    fn fake_sys(name: &str) -> PathBuf {
         let root = std::env::temp_dir().join(format!("cuzk-cgroup-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).expect("temp dir is writable");

@@ -49,59 +49,46 @@ fn print_config_applies_flags() {
 // whole host and the cgroup's OOM killer ended it.
 #[test]
 fn print_config_sizes_the_budgets_from_the_memory_cgroup_it_runs_in() {
-    use cuzk_engine::sizing::{cgroup_dirs, Machine, Sizing};
+    use cuzk_engine::sizing::{Machine, Sizing};
     let limit: u64 = 4 << 30;
     if Machine::detect().mem_total_bytes <= limit {
         crate::support::skip("this machine's memory is within the test's cgroup limit");
         return;
     }
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let dirs = cgroup_dirs(&read("/proc/self/mountinfo"), &read("/proc/self/cgroup"));
-    // A child of this test's own memory cgroup, limited to 4 GiB.
-    let made = dirs.into_iter().find_map(|cg| {
-        let child = cg.dir.join(format!("cuzk-e2e-{}", std::process::id()));
-        std::fs::create_dir(&child).ok()?;
-        let file = child.join(cg.limit_file);
-        if std::fs::write(&file, limit.to_string()).is_err() {
-            let _ = std::fs::remove_dir(&child);
-            return None;
-        }
-        Some((child, file))
-    });
-    let Some((child, limit_file)) = made else {
+    // A child of this test's own memory cgroup, limited to 4 GiB, made, entered and
+    // removed by the bench script that runs loads under a limit.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/cgroup_run.py");
+    let out = Command::new("python3")
+        .args([script, &limit.to_string(), "--"])
+        .args([env!("CARGO_BIN_EXE_cuzk"), "daemon", "--print-config"])
+        .output()
+        .expect("run python3 (the tests need it: README)");
+    if out.status.code() == Some(3) {
         crate::support::skip("no writable memory cgroup (needs root and a v1 memory controller or a delegated v2 one)");
         return;
-    };
-    let out = Command::new("sh")
-        .args([
-            "-c",
-            r#"echo $$ > "$1" && exec "$2" daemon --print-config"#,
-            "sh",
-        ])
-        .arg(child.join("cgroup.procs"))
-        .arg(env!("CARGO_BIN_EXE_cuzk"))
-        .output();
-    // The cgroup empties when the daemon exits; the kernel may take a moment to see it.
-    let removed = (0..50).any(|_| {
-        std::fs::remove_dir(&child).is_ok() || {
-            std::thread::sleep(Duration::from_millis(20));
-            false
-        }
-    });
-    let out = out.expect("run sh");
-    assert!(removed, "{} stayed", child.display());
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "{}",
+        "{}{stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let origin = format!("4.0 GiB ({})", limit_file.display());
+    // The daemon's config, then the script's JSON line.
+    let (config, report) = stdout.trim_end().rsplit_once('\n').expect("two parts");
+    let report: serde_json::Value = serde_json::from_str(report).expect("the script's JSON");
+    let cgroup = report["cgroup"].as_str().expect("cgroup named");
+    assert_eq!(report["removed"], true, "{cgroup} stayed");
+    let limit_file = match cgroup.split_once(' ') {
+        Some(("v1", dir)) => format!("{dir}/memory.limit_in_bytes"),
+        Some(("v2", dir)) => format!("{dir}/memory.max"),
+        _ => panic!("cgroup {cgroup}"),
+    };
+    let origin = format!("4.0 GiB ({limit_file})");
     assert!(
-        stdout.lines().next().is_some_and(|l| l.contains(&origin)),
-        "the first line names {origin}:\n{stdout}"
+        config.lines().next().is_some_and(|l| l.contains(&origin)),
+        "the first line names {origin}:\n{config}"
     );
-    let cfg = DaemonConfig::parse(&stdout).expect("valid TOML config");
+    let cfg = DaemonConfig::parse(config).expect("valid TOML config");
     let sized = Sizing::for_machine(Machine {
         // The budgets do not depend on the cores.
         cores: 1,
